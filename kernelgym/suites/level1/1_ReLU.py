@@ -1,0 +1,29 @@
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """Elementwise ReLU."""
+
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(x)
+
+
+batch_size = 8192
+dim = 32768
+
+
+def get_inputs():
+    # Shifted so that about half the values are negative: relu must really do something.
+    return [torch.rand(batch_size, dim) * 2 - 1]
+
+
+def get_init_inputs():
+    return []
+
+
+# kernelgym metadata (read without running the file): the cpu size replaces the constants above.
+KERNELGYM = {"category": "activation", "sizes": {"cpu": {"batch_size": 64, "dim": 4096}}}

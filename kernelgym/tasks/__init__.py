@@ -1,0 +1,18 @@
+"""Tasks: the Task dataclass, lazy task sets and the loaders for every source of problems."""
+
+from kernelgym.tasks.loaders import (
+    bundled,
+    from_hf_dataset,
+    from_path,
+    kernelbench,
+    load_suite,
+    resolve_task,
+    task_from_source,
+)
+from kernelgym.tasks.task import Task, content_hash
+from kernelgym.tasks.taskset import TaskSet
+
+__all__ = [
+    "Task", "TaskSet", "bundled", "content_hash", "from_hf_dataset", "from_path", "kernelbench", "load_suite",
+    "resolve_task", "task_from_source",
+]

@@ -1,0 +1,205 @@
+"""Where tasks come from: the bundled suite, a KernelBench checkout, the Hugging Face dataset, user files."""
+
+from __future__ import annotations
+
+import os
+import re
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from kernelgym.errors import SuiteUnavailableError, TaskFormatError, TaskNotFoundError
+from kernelgym.tasks.categories import guess_category
+from kernelgym.tasks.task import Task, read_metadata
+from kernelgym.tasks.taskset import TaskSet
+
+LEVELS = (1, 2, 3)
+HF_DATASET = "ScalingIntelligence/KernelBench"
+_FILE_NAME = re.compile(r"^(?P<pid>\d+)_(?P<name>.+)\.py$")
+
+
+def task_from_source(
+    source: str, *, suite: str, level: int, file_name: str, path: str | None = None, problem_id: int | None = None
+) -> Task:
+    """Build a Task from a KernelBench-format module's text; the metadata literal, if any, fills the rest."""
+    stem = file_name[:-3] if file_name.endswith(".py") else file_name
+    match = _FILE_NAME.match(stem + ".py")
+    pid = problem_id if problem_id is not None else int(match["pid"]) if match else 0
+    name = match["name"] if match else stem
+    meta = read_metadata(source, origin=path or file_name)
+    sizes = dict(meta.get("sizes", {}))
+    _check_sizes(sizes, path or file_name)
+    return Task(
+        id=f"{suite}/L{level}/{pid}_{name}",
+        suite=suite,
+        level=level,
+        problem_id=pid,
+        name=name,
+        category=str(meta.get("category") or guess_category(name, level)),
+        source=source,
+        path=path,
+        dtype=str(meta.get("dtype", "float32")),
+        atol=meta.get("atol"),
+        rtol=meta.get("rtol"),
+        sizes=sizes,
+        perturb=str(meta.get("perturb", "signed")),
+    )
+
+
+def _check_sizes(sizes: dict[str, Any], origin: str) -> None:
+    for size, constants in sizes.items():
+        if size not in ("cpu", "gpu") or not isinstance(constants, dict):
+            raise TaskFormatError(f"{origin}: sizes must map 'cpu'/'gpu' to dicts of constants")
+
+
+def _folder_tasks(folder: Path, suite: str, level: int) -> list[Task]:
+    files = sorted(folder.glob("*.py"), key=lambda p: _sort_key(p.name))
+    return [
+        task_from_source(p.read_text(), suite=suite, level=level, file_name=p.name, path=str(p))
+        for p in files
+        if not p.name.startswith("_")
+    ]
+
+
+def _sort_key(file_name: str) -> tuple[int, str]:
+    match = _FILE_NAME.match(file_name)
+    return (int(match["pid"]), file_name) if match else (10**9, file_name)
+
+
+def bundled(level: int | None = None) -> TaskSet:
+    """kernelgym's own suite, shipped in the package and usable offline."""
+    root = Path(str(resources.files("kernelgym") / "suites"))
+
+    def load() -> list[Task]:
+        return [t for lv in _levels(level) for t in _folder_tasks(root / f"level{lv}", "bundled", lv)]
+
+    return TaskSet(load, "bundled" if level is None else f"bundled L{level}")
+
+
+def kernelbench_root(explicit: str | os.PathLike | None = None) -> Path:
+    """The KernelBench checkout: an explicit path, else $KERNELBENCH_ROOT."""
+    value = explicit or os.environ.get("KERNELBENCH_ROOT")
+    if not value:
+        raise SuiteUnavailableError(
+            "KernelBench problems need a checkout: pass kernelbench_root=DIR (CLI: --kernelbench-root DIR) or set "
+            "KERNELBENCH_ROOT to a clone of https://github.com/ScalingIntelligence/KernelBench; or load the "
+            f"Hugging Face dataset {HF_DATASET} with kernelgym.tasks.from_hf_dataset()"
+        )
+    path = Path(value).expanduser()
+    # Accept both the repository root and its inner KernelBench/ folder.
+    for candidate in (path / "KernelBench", path):
+        if (candidate / "level1").is_dir():
+            return candidate
+    raise SuiteUnavailableError(f"{path} holds no KernelBench/level1..level3 folders")
+
+
+def kernelbench(root: str | os.PathLike | None = None, level: int | None = None) -> TaskSet:
+    """The real KernelBench problems from a checkout (`KernelBench/level1..level3/*.py`)."""
+    base = kernelbench_root(root)
+
+    def load() -> list[Task]:
+        return [
+            t
+            for lv in _levels(level)
+            if (base / f"level{lv}").is_dir()
+            for t in _folder_tasks(base / f"level{lv}", "kernelbench", lv)
+        ]
+
+    return TaskSet(load, f"kernelbench {base}")
+
+
+def from_hf_dataset(dataset: Any = None, level: int | None = None) -> TaskSet:
+    """KernelBench from the Hugging Face Hub (splits level_1..level_3; columns code, level, name, problem_id).
+
+    `dataset` may be a `datasets.DatasetDict` (or any mapping of split name to rows) or a dataset name/path;
+    by default the Hub dataset, which `datasets` serves from its offline cache when HF_DATASETS_OFFLINE=1.
+    """
+
+    def load() -> list[Task]:
+        splits = _hf_splits(dataset)
+        tasks = []
+        for lv in _levels(level):
+            split = splits.get(f"level_{lv}")
+            if split is None:
+                continue
+            for row in split:
+                pid, name = int(row["problem_id"]), str(row["name"])
+                file_name = name if _FILE_NAME.match(name) else f"{pid}_{name.removesuffix('.py')}.py"
+                tasks.append(
+                    task_from_source(
+                        row["code"], suite="kernelbench", level=int(row["level"]), file_name=file_name,
+                        problem_id=pid,
+                    )
+                )
+        return tasks
+
+    return TaskSet(load, f"hf {dataset if isinstance(dataset, str) else HF_DATASET}")
+
+
+def _hf_splits(dataset: Any) -> Any:
+    if dataset is not None and not isinstance(dataset, str | os.PathLike):
+        return dataset
+    try:
+        import datasets  # an optional dependency (extra `agents`)
+    except ImportError:
+        raise SuiteUnavailableError("loading the Hugging Face dataset needs `pip install datasets`") from None
+    name = str(dataset or HF_DATASET)
+    try:
+        if Path(name).is_dir():
+            return datasets.load_from_disk(name)
+        return datasets.load_dataset(name)
+    except Exception as exc:  # network, cache miss: one clear message
+        raise SuiteUnavailableError(
+            f"could not load {name} ({type(exc).__name__}: {str(exc)[:200]}); without a network, set "
+            "KERNELBENCH_ROOT to a checkout instead"
+        ) from None
+
+
+def from_path(path: str | os.PathLike, level: int | None = None) -> TaskSet:
+    """A user's KernelBench-format problem file, or a folder of them (level<N>/ subfolders are honoured)."""
+    target = Path(path).expanduser()
+    if not target.exists():
+        raise TaskNotFoundError(f"{target} does not exist")
+
+    def load() -> list[Task]:
+        if target.is_file():
+            lv = level or _level_from_path(target)
+            return [task_from_source(target.read_text(), suite="user", level=lv, file_name=target.name,
+                                     path=str(target))]
+        sub = [target / f"level{lv}" for lv in LEVELS if (target / f"level{lv}").is_dir()]
+        if sub:
+            return [t for d in sub for t in _folder_tasks(d, "user", int(d.name[5:])) if not level or t.level == level]
+        return _folder_tasks(target, "user", level or _level_from_path(target))
+
+    return TaskSet(load, f"user {target}")
+
+
+def _level_from_path(path: Path) -> int:
+    for part in reversed(path.parts):
+        if re.fullmatch(r"level[123]", part):
+            return int(part[-1])
+    return 1
+
+
+def _levels(level: int | None) -> tuple[int, ...]:
+    return LEVELS if level is None else (level,)
+
+
+def load_suite(suite: str = "bundled", *, level: int | None = None, kernelbench_root: str | None = None) -> TaskSet:
+    """One entry point for the CLI and the environments: `bundled`, `kernelbench`, `hf`, or a path."""
+    if suite == "bundled":
+        return bundled(level)
+    if suite == "kernelbench":
+        return kernelbench(kernelbench_root, level)
+    if suite == "hf":
+        return from_hf_dataset(level=level)
+    return from_path(suite, level)
+
+
+def resolve_task(ref: str, *, kernelbench_root: str | None = None) -> Task:
+    """A task id (`bundled/L1/19_ReLU`, `L1/19_ReLU`, `kernelbench/L2/...`) or a problem file's path."""
+    if ref.endswith(".py") and Path(ref).is_file():
+        return from_path(ref)[0]
+    if ref.startswith("kernelbench/"):
+        return kernelbench(kernelbench_root).get(ref)
+    return bundled().get(ref)

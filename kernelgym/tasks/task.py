@@ -1,0 +1,123 @@
+"""The Task dataclass: one KernelBench-format problem and what kernelgym needs to run it."""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from kernelgym.errors import TaskFormatError
+
+# Keys of the optional top-level `KERNELGYM = {...}` dict in a task file (read with literal_eval, never run).
+METADATA_NAME = "KERNELGYM"
+SIZES = ("gpu", "cpu")
+
+
+@dataclass(frozen=True)
+class Task:
+    """A reference `Model` with `get_inputs`/`get_init_inputs`, plus the metadata the evaluator uses.
+
+    `sizes` maps a size preset to module-level constants that replace the file's own ones; the file's own
+    constants are the `gpu` size (so the file stays loadable by KernelBench's tooling unchanged).
+    """
+
+    id: str
+    suite: str
+    level: int
+    problem_id: int
+    name: str
+    category: str
+    source: str
+    path: str | None = None
+    dtype: str = "float32"
+    atol: float | None = None
+    rtol: float | None = None
+    sizes: dict[str, dict[str, Any]] = field(default_factory=dict, compare=False, hash=False)
+    # How correctness trials may redraw float inputs: "signed" (scaled and shifted), "positive" (scaled only,
+    # for log/sqrt-like ops) or "none" (the task's own distribution only).
+    perturb: str = "signed"
+
+    @cached_property
+    def content_hash(self) -> str:
+        """sha256 of the parsed module: comments and formatting do not change it."""
+        return content_hash(self.source)
+
+    def has_size(self, size: str) -> bool:
+        return size == "gpu" or size in self.sizes
+
+    def source_at(self, size: str) -> str:
+        """The module source with the constants of `size` substituted (the gpu size is the file as is)."""
+        if size not in SIZES:
+            raise TaskFormatError(f"unknown size {size!r}; expected one of {SIZES}")
+        overrides = self.sizes.get(size, {}) if size != "gpu" else {}
+        return substitute_constants(self.source, overrides) if overrides else self.source
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "suite": self.suite,
+            "level": self.level,
+            "problem_id": self.problem_id,
+            "name": self.name,
+            "category": self.category,
+            "dtype": self.dtype,
+            "sizes": ["gpu", *[s for s in self.sizes if s != "gpu"]],
+            "content_hash": self.content_hash[:16],
+            "path": self.path,
+        }
+
+
+def content_hash(source: str) -> str:
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return hashlib.sha256(source.encode("utf-8", "replace")).hexdigest()
+    return hashlib.sha256(ast.dump(tree, annotate_fields=False).encode()).hexdigest()
+
+
+def read_metadata(source: str, origin: str = "<task>") -> dict[str, Any]:
+    """The task file's `KERNELGYM = {...}` literal, or {} when it has none."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as exc:
+        raise TaskFormatError(f"{origin}: not valid Python ({exc.msg}, line {exc.lineno})") from None
+    defined = {node.name for node in tree.body if isinstance(node, ast.ClassDef | ast.FunctionDef)}
+    missing = {"Model", "get_inputs", "get_init_inputs"} - defined
+    if missing:
+        raise TaskFormatError(f"{origin}: a KernelBench problem defines {sorted(missing)}")
+    for node in tree.body:
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and node.targets[0].id == METADATA_NAME
+        ):
+            try:
+                meta = ast.literal_eval(node.value)
+            except ValueError:
+                raise TaskFormatError(f"{origin}: {METADATA_NAME} must be a literal dict") from None
+            if not isinstance(meta, dict):
+                raise TaskFormatError(f"{origin}: {METADATA_NAME} must be a dict")
+            return meta
+    return {}
+
+
+def substitute_constants(source: str, overrides: dict[str, Any]) -> str:
+    """Rewrite top-level `NAME = ...` assignments for the names in `overrides`.
+
+    Done on the AST so that constants derived later in the file (`dim = hidden * 4`) follow the new values.
+    """
+    tree = ast.parse(source)
+    seen: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if len(targets) == 1 and isinstance(targets[0], ast.Name) and targets[0].id in overrides:
+                node.value = ast.parse(repr(overrides[targets[0].id]), mode="eval").body
+                seen.add(targets[0].id)
+    unknown = set(overrides) - seen
+    if unknown:
+        raise TaskFormatError(f"size preset names constants the file does not define: {sorted(unknown)}")
+    return ast.unparse(ast.fix_missing_locations(tree))
