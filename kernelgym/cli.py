@@ -1,0 +1,146 @@
+"""The `kernelgym` command: tasks, eval (and, as later parts land, bench, baseline, skills)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from kernelgym.errors import KernelGymError
+
+app = typer.Typer(help="kernelgym: environments and a judge for LLM-written GPU kernels.", no_args_is_help=True,
+                  pretty_exceptions_enable=False)
+tasks_app = typer.Typer(help="List, show and screen task suites.", no_args_is_help=True)
+app.add_typer(tasks_app, name="tasks")
+console = Console()
+
+
+def _fail(message: str) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(1)
+
+
+def _select(suite: str, level: int | None, kernelbench_root: str | None):
+    from kernelgym.tasks import load_suite
+
+    try:
+        tasks = load_suite(suite, level=level, kernelbench_root=kernelbench_root)
+        list(tasks)  # load now so a bad source fails here with a clear message
+        return tasks
+    except KernelGymError as exc:
+        _fail(str(exc))
+
+
+SuiteOpt = typer.Option("bundled", "--suite", help="bundled, kernelbench, hf, or a path to problem files")
+LevelOpt = typer.Option(None, "--level", help="only this level (1-3)")
+RootOpt = typer.Option(None, "--kernelbench-root", help="KernelBench checkout (else $KERNELBENCH_ROOT)")
+JsonOpt = typer.Option(False, "--json", help="one JSON object per line")
+
+
+@tasks_app.command("list")
+def tasks_list(suite: str = SuiteOpt, level: int | None = LevelOpt, kernelbench_root: str | None = RootOpt,
+               as_json: bool = JsonOpt) -> None:
+    """List tasks."""
+    tasks = _select(suite, level, kernelbench_root)
+    if as_json:
+        for task in tasks:
+            typer.echo(json.dumps(task.summary()))
+        return
+    table = Table("id", "level", "category", "sizes")
+    for task in tasks:
+        table.add_row(task.id, str(task.level), task.category, ",".join(task.summary()["sizes"]))
+    console.print(table)
+    console.print(f"{len(tasks)} tasks")
+
+
+@tasks_app.command("show")
+def tasks_show(task_id: str, size: str = typer.Option("gpu", "--size"), kernelbench_root: str | None = RootOpt) -> None:
+    """Print a task's metadata and source."""
+    from kernelgym.tasks import resolve_task
+
+    try:
+        task = resolve_task(task_id, kernelbench_root=kernelbench_root)
+        source = task.source_at(size if task.has_size(size) else "gpu")
+    except KernelGymError as exc:
+        _fail(str(exc))
+    for key, value in task.summary().items():
+        typer.echo(f"# {key}: {value}")
+    typer.echo(source)
+
+
+@tasks_app.command("check")
+def tasks_check(suite: str = SuiteOpt, level: int | None = LevelOpt, kernelbench_root: str | None = RootOpt,
+                size: str = typer.Option("cpu", "--size"), as_json: bool = JsonOpt) -> None:
+    """Screen references for degenerate outputs (constant, input-independent, NaN, all-zeros passes)."""
+    from kernelgym.tasks.screen import screen_task
+
+    tasks = _select(suite, level, kernelbench_root)
+    flagged = 0
+    for task in tasks:
+        result = screen_task(task, size)
+        flagged += not result.passed
+        if as_json:
+            typer.echo(json.dumps(result.to_dict()))
+        elif not result.passed:
+            typer.echo(f"FLAG {task.id}: {'; '.join(result.flags) or result.error}")
+    if not as_json:
+        typer.echo(f"{len(tasks) - flagged}/{len(tasks)} tasks passed the screen")
+    raise typer.Exit(1 if flagged else 0)
+
+
+@app.command("eval")
+def eval_command(
+    solutions: list[Path] = typer.Argument(..., help="solution files (KernelBench ModelNew modules)"),
+    task: str = typer.Option(..., "--task", help="task id or a problem file's path"),
+    backend: str = typer.Option("cpp", "--backend", help="cpp, triton or cuda"),
+    size: str | None = typer.Option(None, "--size", help="cpu or gpu (default: from the hardware)"),
+    timeout: float = typer.Option(60.0, "--timeout", help="seconds per run stage (builds have their own limit)"),
+    kernelbench_root: str | None = RootOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """Evaluate solution files in one worker pool, in the order given."""
+    from kernelgym.backends import names
+    from kernelgym.tasks import resolve_task
+    from kernelgym.workers.pool import EvalPool
+
+    if backend not in names():
+        _fail(f"unknown backend {backend!r}; choose from {', '.join(names())}")
+    if size not in (None, "cpu", "gpu"):
+        _fail("--size must be cpu or gpu")
+    try:
+        the_task = resolve_task(task, kernelbench_root=kernelbench_root)
+    except KernelGymError as exc:
+        _fail(str(exc))
+    with EvalPool(workers=1) as pool:
+        for path in solutions:
+            try:
+                source = path.read_bytes()
+            except OSError as exc:
+                _fail(f"cannot read {path}: {exc.strerror}")
+            result = pool.evaluate(the_task, source, backend=backend, size=size, timeout_s=timeout)
+            if as_json:
+                row = {"solution": str(path), **{k: v for k, v in result.to_dict().items()
+                                                  if k in ("verdict", "compiled", "correct", "speedup", "runtime_ms",
+                                                           "ref_runtime_ms", "reasons", "task_id", "backend", "size",
+                                                           "wall_s")}}
+                row["feedback"] = result.to_feedback()
+                typer.echo(json.dumps(row))
+            else:
+                typer.echo(f"== {path}: {result.verdict.value} ({result.wall_s:.2f} s)")
+                typer.echo(result.to_feedback())
+
+
+def main() -> None:
+    try:
+        app()
+    except KernelGymError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,36 @@
+"""Evaluation: the pipeline of named stages, their results, and `evaluate()` on a shared pool."""
+
+from __future__ import annotations
+
+import atexit
+import threading
+
+from kernelgym.evaluation.options import EvalOptions
+from kernelgym.evaluation.result import EvalResult, Verdict
+
+_default_pool = None
+_default_lock = threading.Lock()
+
+
+def default_pool():
+    """The process-wide pool that `evaluate()` and the environments share (created on first use)."""
+    global _default_pool
+    with _default_lock:
+        if _default_pool is None or _default_pool._closed:
+            from kernelgym.workers.pool import EvalPool
+
+            _default_pool = EvalPool()
+            atexit.register(_default_pool.close)
+        return _default_pool
+
+
+def evaluate(task, source, backend: str = "cpp", size: str | None = None, pool=None, **options) -> EvalResult:
+    """Evaluate one solution source for a task (a Task, a task id or a problem file's path)."""
+    if isinstance(task, str):
+        from kernelgym.tasks import resolve_task
+
+        task = resolve_task(task)
+    return (pool or default_pool()).evaluate(task, source, backend=backend, size=size, **options)
+
+
+__all__ = ["EvalOptions", "EvalResult", "Verdict", "default_pool", "evaluate"]

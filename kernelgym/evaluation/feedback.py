@@ -1,0 +1,54 @@
+"""EvalResult.to_feedback(): concise text an LLM can act on."""
+
+from __future__ import annotations
+
+from kernelgym.evaluation.result import EvalResult, Verdict
+
+_HEADLINES = {
+    Verdict.OK: "Correct.",
+    Verdict.COMPILE_ERROR: "The solution did not build.",
+    Verdict.RUNTIME_ERROR: "The solution raised an error.",
+    Verdict.INCORRECT: "The output is wrong.",
+    Verdict.HACK: "Rejected by the integrity checks: no credit.",
+    Verdict.TIMEOUT: "The solution ran past its time limit.",
+    Verdict.CRASH: "The solution crashed its process.",
+}
+
+
+def render_feedback(result: EvalResult, max_chars: int = 4000) -> str:
+    lines = [f"Verdict: {result.verdict.value}. {_HEADLINES[result.verdict]}"]
+    lines += [f"- {reason}" for reason in result.reasons]
+    if result.build is not None and result.build.log:
+        lines += ["Compiler output (trimmed):", result.build.log]
+    if result.load is not None and result.load.error and result.verdict is not Verdict.OK:
+        lines.append(f"Import error: {result.load.error[:600]}")
+    corr = result.correctness
+    if corr is not None and corr.trials:
+        failure = corr.first_failure
+        if failure is None:
+            lines.append(f"Correctness: {len(corr.trials)}/{len(corr.trials)} trials within atol={corr.atol:g}, rtol={corr.rtol:g}.")
+        elif failure.first_mismatch is not None:
+            lines.append(
+                f"First mismatch at index {tuple(failure.first_mismatch)}: expected {failure.expected_value:.6g}, "
+                f"got {failure.actual_value:.6g}; max abs diff {failure.max_abs_diff:.3g}; "
+                f"{100 * (failure.mismatch_fraction or 0):.1f}% of values off."
+            )
+    timing = result.timing
+    if timing is not None:
+        if timing.available and timing.candidate and timing.reference:
+            lines.append(
+                f"Timing on {timing.device}: yours {timing.candidate.median_ms:.4g} ms, reference "
+                f"{timing.reference.median_ms:.4g} ms (medians of {timing.candidate.trials} runs); speedup "
+                f"{timing.speedup:.3g}x (95% CI {timing.speedup_ci_low:.3g}-{timing.speedup_ci_high:.3g}), "
+                f"{'verified' if timing.verified else 'not verified'}."
+            )
+        elif timing.reason:
+            lines.append(timing.reason.capitalize() + ".")
+    prof = result.profile
+    if prof is not None and prof.coverage is not None:
+        ops = ", ".join(f"{name} {ms:.3g} ms" for name, ms in prof.top_ops[:3])
+        lines.append(f"Profile: {prof.coverage:.0%} of your time in your own kernels" + (f"; top PyTorch ops: {ops}" if ops else "") + ".")
+    if result.output_tail and result.verdict in (Verdict.RUNTIME_ERROR, Verdict.CRASH, Verdict.TIMEOUT):
+        lines += ["Your program's output (tail):", result.output_tail[-800:]]
+    text = "\n".join(lines)
+    return text if len(text) <= max_chars else text[: max_chars - 20] + "\n... [truncated]"

@@ -1,0 +1,44 @@
+"""EvalOptions: every knob of one evaluation, with defaults that match the documented judge."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any
+
+from kernelgym.errors import ConfigError
+
+
+@dataclass
+class EvalOptions:
+    size: str | None = None  # "cpu" or "gpu"; None: gpu when the run is on a GPU, else cpu
+    timeout_s: float = 60.0  # per run stage (correctness, timing, profile)
+    build_timeout_s: float = 300.0  # the build and import stage
+    correctness_trials: int = 5
+    perturbed_trials: int = 1  # of those, trials with scaled/shifted float inputs (where the task allows)
+    timing: bool = True
+    timing_trials: int = 100
+    timing_budget_s: float = 4.0  # per side; stops early once spent (after at least 10 trials)
+    warmup: int = 3
+    profile: bool = True  # coverage and torch-compute check (CPU: cheap; GPU: torch.profiler)
+    threshold: float = 1.0  # a verified speedup needs the interval's low end above this
+    implausible_speedup: float = 5.0  # above this the timing is repeated and must reproduce
+    reproduce_tolerance: float = 0.10
+    max_torch_share: float = 0.5  # ATen compute above this share of the candidate's time is a passthrough
+    reference_slowdown_limit: float = 1.5  # reference slower than this after candidate import: tampering
+    threads: int = 1  # CPU threads for torch and OpenMP during timing
+    seed: int | None = None  # fixes the hidden seeds (for debugging only: normal runs draw fresh ones)
+
+    @classmethod
+    def from_kwargs(cls, base: EvalOptions | None = None, **kwargs: Any) -> EvalOptions:
+        known = {f.name for f in fields(cls)}
+        unknown = set(kwargs) - known
+        if unknown:
+            raise ConfigError(f"unknown evaluation option(s) {sorted(unknown)}; known: {sorted(known)}")
+        values = {f.name: getattr(base, f.name) for f in fields(cls)} if base else {}
+        values.update(kwargs)
+        options = cls(**values)
+        if options.size not in (None, "cpu", "gpu"):
+            raise ConfigError(f"size must be 'cpu' or 'gpu', not {options.size!r}")
+        if options.correctness_trials < 1 or options.timing_trials < 1:
+            raise ConfigError("correctness_trials and timing_trials must be at least 1")
+        return options

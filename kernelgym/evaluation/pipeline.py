@@ -1,0 +1,479 @@
+"""The evaluation pipeline, run in kernelgym's trusted worker process (which never imports candidate code).
+
+static check -> reference (own process) -> build + load -> correctness -> timing -> profile -> verdict.
+Each stage returns early with a verdict; `reasons` names every rule that decided it.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import signal
+import socket
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+import kernelgym.kernels as kernels
+from kernelgym import backends
+from kernelgym.evaluation.compare import compare_trial, tolerance
+from kernelgym.evaluation.options import EvalOptions
+from kernelgym.evaluation.result import (
+    BuildResult, CorrectnessResult, EvalResult, LoadResult, ProfileResult, StaticResult, TimingResult, Verdict,
+)
+from kernelgym.evaluation.static import static_check
+from kernelgym.evaluation.timing import TimingConfig, speedup_interval, stats
+from kernelgym.workers import protocol
+from kernelgym.workers.child import ChildJob, run_candidate, run_reference
+from kernelgym.workers.sandbox import SandboxConfig, enter
+
+OUTPUT_TAIL_BYTES = 4000
+
+
+@dataclass
+class EvalJob:
+    """One evaluation as the pool hands it to a worker (plain data)."""
+
+    task_id: str
+    task_source: str  # at the chosen size
+    dtype: str
+    atol: float | None
+    rtol: float | None
+    perturb: str
+    solution_source: str
+    backend: str
+    size: str
+    options: EvalOptions = field(default_factory=EvalOptions)
+
+
+class _Outcome(Exception):
+    """Ends the pipeline early with a verdict."""
+
+    def __init__(self, verdict: Verdict, *reasons: str):
+        super().__init__(verdict.value)
+        self.verdict = verdict
+        self.reasons = list(reasons)
+
+
+# forked processes ---------------------------------------------------------------------------------------
+
+class _Child:
+    def __init__(self, target, job: ChildJob, eval_dir: str, sandbox: SandboxConfig, uses_gpu: bool):
+        self.log_path = os.path.join(eval_dir, "output.log")
+        parent_sock, child_sock = socket.socketpair()
+        log_fd = os.open(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        pid = os.fork()
+        if pid == 0:  # the evaluation process
+            code = 0
+            try:
+                parent_sock.close()
+                notes = enter(eval_dir, log_fd, sandbox, uses_gpu)
+                protocol.send(child_sock, "hello", {"notes": notes})
+                if target is run_candidate:
+                    run_candidate(job, child_sock, eval_dir)
+                else:
+                    target(job, child_sock)
+            except BaseException:
+                code = 70
+            finally:
+                os._exit(code)
+        os.close(log_fd)
+        child_sock.close()
+        self.pid = pid
+        self.sock = parent_sock
+        self.status: int | None = None
+
+    def recv(self, deadline: float) -> tuple[str, dict, list[bytes]]:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError
+        self.sock.settimeout(remaining)
+        try:
+            return protocol.recv(self.sock)
+        except (socket.timeout, TimeoutError):
+            raise TimeoutError from None
+        except (protocol.ProtocolError, OSError) as exc:
+            raise _Died(str(exc)) from None
+
+    def send(self, kind: str, meta: dict | None = None) -> None:
+        try:
+            protocol.send(self.sock, kind, meta)
+        except OSError as exc:
+            raise _Died(str(exc)) from None
+
+    def kill(self) -> None:
+        for sig in (signal.SIGKILL,):
+            try:
+                os.killpg(self.pid, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+            try:
+                os.kill(self.pid, sig)
+            except ProcessLookupError:
+                pass
+        self.wait()
+
+    def wait(self, timeout: float = 5.0) -> int | None:
+        if self.status is not None:
+            return self.status
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.status = status
+                return status
+            time.sleep(0.005)
+        try:
+            os.killpg(self.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        _, self.status = os.waitpid(self.pid, 0)
+        return self.status
+
+    def close(self) -> None:
+        self.sock.close()
+        if self.status is None:
+            self.kill()
+        try:  # anything the candidate left running in its process group
+            os.killpg(self.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def output_tail(self) -> str:
+        try:
+            size = os.path.getsize(self.log_path)
+            with open(self.log_path, "rb") as f:
+                if size <= OUTPUT_TAIL_BYTES:
+                    return f.read().decode("utf-8", "replace")
+                head = f.read(OUTPUT_TAIL_BYTES // 2).decode("utf-8", "replace")
+                f.seek(size - OUTPUT_TAIL_BYTES // 2)
+                tail = f.read().decode("utf-8", "replace")
+            return f"{head}\n... [{size - OUTPUT_TAIL_BYTES} bytes of output cut] ...\n{tail}"
+        except OSError:
+            return ""
+
+    def death(self) -> str:
+        status = self.wait()
+        if status is None:
+            return "the process vanished"
+        if os.WIFSIGNALED(status):
+            sig = os.WTERMSIG(status)
+            return f"killed by signal {signal.Signals(sig).name}" if sig in signal.valid_signals() else f"signal {sig}"
+        return f"exited with status {os.WEXITSTATUS(status)}"
+
+
+class _Died(Exception):
+    pass
+
+
+# the pipeline -------------------------------------------------------------------------------------------
+
+class Pipeline:
+    """Evaluates jobs one at a time inside a worker. Holds the worker's knowledge of its machine."""
+
+    def __init__(self, work_root: str, sandbox: SandboxConfig, has_gpu: bool):
+        self.work_root = work_root
+        self.sandbox = sandbox
+        self.has_gpu = has_gpu
+
+    def run(self, job: EvalJob) -> EvalResult:
+        started = time.monotonic()
+        result = EvalResult(task_id=job.task_id, backend=job.backend, size=job.size, verdict=Verdict.OK)
+        eval_dir = tempfile.mkdtemp(prefix="eval-", dir=self.work_root)
+        try:
+            self._stages(job, result, eval_dir)
+        except _Outcome as outcome:
+            result.verdict = outcome.verdict
+            result.reasons.extend(outcome.reasons)
+        finally:
+            shutil.rmtree(eval_dir, ignore_errors=True)
+        result.wall_s = round(time.monotonic() - started, 3)
+        return result
+
+    def _stages(self, job: EvalJob, result: EvalResult, eval_dir: str) -> None:
+        backend = backends.get(job.backend)
+        options = job.options
+        result.static = static_check(job.solution_source, backend, job.dtype)
+        if not result.static.passed:
+            raise _Outcome(_static_verdict(result.static), *result.static.reasons)
+        device, mode = self._placement(backend)
+        atol, rtol = tolerance(job.dtype, job.atol, job.rtol)
+        child_job = self._child_job(job, device, mode)
+        expected = self._reference(child_job, eval_dir, options)
+        self._candidate(job, child_job, expected, result, eval_dir, atol, rtol, mode)
+
+    def _placement(self, backend: backends.Backend) -> tuple[str, str]:
+        if backend.device == "cuda" and self.has_gpu:
+            return "cuda", "run"
+        if backend.device == "cuda":
+            return "cpu", backend.without_gpu
+        return "cpu", "run"
+
+    def _child_job(self, job: EvalJob, device: str, mode: str) -> ChildJob:
+        options = job.options
+        rng = secrets.SystemRandom() if options.seed is None else __import__("random").Random(options.seed)
+        n = options.correctness_trials
+        perturbed = [i >= n - options.perturbed_trials and job.perturb != "none" for i in range(n)]
+        return ChildJob(
+            task_source=job.task_source, solution_source=job.solution_source, backend=job.backend, device=device,
+            mode=mode, dtype=job.dtype, init_seed=rng.randrange(2**31), trial_seeds=[rng.randrange(2**31) for _ in range(n)],
+            perturbed=perturbed, perturb=job.perturb, timing=options.timing and mode == "run",
+            timing_config=TimingConfig(trials=options.timing_trials, warmup=options.warmup,
+                                       budget_s=options.timing_budget_s),
+            profile=options.profile, threads=options.threads,
+        )
+
+    # reference -------------------------------------------------------------------------------------------
+    def _reference(self, child_job: ChildJob, eval_dir: str, options: EvalOptions) -> list[list]:
+        ref_dir = os.path.join(eval_dir, "reference")
+        os.mkdir(ref_dir)
+        child = _Child(run_reference, child_job, ref_dir, self.sandbox, child_job.device == "cuda")
+        deadline = time.monotonic() + options.timeout_s + 30
+        expected: list[list] = []
+        try:
+            child.recv(deadline)  # hello
+            while True:
+                kind, meta, blobs = child.recv(deadline)
+                if kind == "expected":
+                    expected.append([protocol.tensor_from_wire(m, b) for m, b in zip(meta["outputs"], blobs)])
+                elif kind == "error":
+                    raise _Outcome(Verdict.RUNTIME_ERROR, f"reference_failed: the task's reference raised {meta['message'][:300]}")
+                else:
+                    return expected
+        except TimeoutError:
+            raise _Outcome(Verdict.TIMEOUT, "reference_timeout: the task's reference ran past its limit") from None
+        except _Died:
+            raise _Outcome(Verdict.CRASH, f"reference_crashed: {child.death()}") from None
+        finally:
+            child.close()
+
+    # candidate -------------------------------------------------------------------------------------------
+    def _candidate(self, job, child_job, expected, result, eval_dir, atol, rtol, mode) -> None:
+        options = job.options
+        cand_dir = os.path.join(eval_dir, "candidate")
+        os.mkdir(cand_dir)
+        child = _Child(run_candidate, child_job, cand_dir, self.sandbox, child_job.device == "cuda")
+        session = _Session(self, child, job, child_job, expected, result, atol, rtol, mode)
+        try:
+            session.converse(options)
+        except TimeoutError:
+            raise _Outcome(Verdict.TIMEOUT, f"timeout: the {session.stage} stage ran past its limit") from None
+        except _Died:
+            raise _Outcome(Verdict.CRASH, f"crash: the candidate's process {child.death()} during {session.stage}") from None
+        finally:
+            child.close()
+            result.output_tail = child.output_tail()
+
+
+def _static_verdict(static: StaticResult) -> Verdict:
+    contract_rules = ("syntax_error", "empty_source", "source_too_large", "no_model_new", "no_forward")
+    if all(r.split(":")[0] in contract_rules for r in static.reasons):
+        return Verdict.COMPILE_ERROR
+    return Verdict.HACK
+
+
+class _Session:
+    """The conversation with one candidate process, stage by stage."""
+
+    def __init__(self, pipeline, child, job, child_job, expected, result, atol, rtol, mode):
+        self.pipeline, self.child, self.job, self.child_job = pipeline, child, job, child_job
+        self.expected, self.result, self.atol, self.rtol, self.mode = expected, result, atol, rtol, mode
+        self.stage = "start"
+        self.build_s = 0.0
+        self.cached = True
+        self.stage_started = time.monotonic()
+
+    def _deadline(self) -> float:
+        options = self.job.options
+        limit = options.build_timeout_s if self.stage == "build" else options.timeout_s
+        return self.stage_started + limit
+
+    def next(self) -> tuple[str, dict, list[bytes]]:
+        while True:
+            kind, meta, blobs = self.child.recv(self._deadline())
+            if kind == "stage":
+                self.stage = str(meta.get("name", "?"))
+                self.stage_started = time.monotonic()
+                continue
+            if kind == "build":
+                self._build(meta)
+                continue
+            if kind == "error":
+                self._error(meta)
+            return kind, meta, blobs
+
+    def _build(self, meta: dict) -> None:
+        request = kernels.BuildRequest(str(meta.get("language")), str(meta.get("source")),
+                                       tuple(str(f) for f in meta.get("flags", [])))
+        if request.language not in ("cpp", "cuda") or not set(request.flags) <= _allowed_flags(request.language):
+            self.child.send("build_failed", {"message": "unsupported build request (flags are fixed by kernelgym)"})
+            return
+        started = time.monotonic()
+        path = kernels.cache_root() / "native" / request.key / "lib.so"
+        existed = path.exists()
+        try:
+            built = kernels.compile_request(request, timeout_s=max(1.0, self._deadline() - time.monotonic()))
+            self.child.send("built", {"path": str(built)})
+        except kernels.BuildError as exc:
+            self.child.send("build_failed", {"message": str(exc), "log": exc.log})
+        self.build_s += time.monotonic() - started
+        self.cached = self.cached and existed
+
+    def _error(self, meta: dict) -> None:
+        kind, stage = meta.get("kind"), meta.get("stage", self.stage)
+        message = str(meta.get("message", ""))
+        where = "; ".join(meta.get("frames", []))
+        if kind == "compile" or (stage == "load" and self.result.build is None and "BuildError" in message):
+            self.result.build = BuildResult(False, round(self.build_s, 3), False, log=trim_log(str(meta.get("log") or message)))
+            raise _Outcome(Verdict.COMPILE_ERROR, f"compile_error: {message.splitlines()[0][:300] if message else 'build failed'}")
+        if kind == "cuda":
+            raise _Outcome(Verdict.CRASH, f"cuda_error: {message[:300]} (during {stage}; the worker process is discarded)")
+        if kind == "contract":
+            raise _Outcome(Verdict.RUNTIME_ERROR, f"contract: {message}")
+        if stage == "load":
+            self.result.build = BuildResult(True, round(self.build_s, 3), self.cached)
+            self.result.load = LoadResult(False, error=message[:2000])
+        label = "out_of_memory" if kind == "oom" else f"{stage}_error"
+        raise _Outcome(Verdict.RUNTIME_ERROR, f"{label}: {message[:500]}" + (f" [{where}]" if where else ""))
+
+    def converse(self, options: EvalOptions) -> None:
+        kind, meta, _ = self.next()  # hello
+        self.result.static.warnings.extend(meta.get("notes", []))
+        kind, meta, _ = self.next()
+        if kind != "loaded":
+            raise _Outcome(Verdict.CRASH, f"protocol: unexpected {kind!r} before load")
+        load_started = time.monotonic()
+        self.result.build = BuildResult(True, round(self.build_s, 3), self.cached, runnable=self.mode != "compile")
+        self.result.load = LoadResult(True, round(time.monotonic() - load_started, 3))
+        if self.mode == "compile":
+            self.next()
+            raise _Outcome(Verdict.RUNTIME_ERROR, "no_gpu: the CUDA code compiled, but this machine has no GPU to run it")
+        self._correctness()
+        if not self.child_job.timing:
+            self.child.send("stop")
+            self.result.timing = TimingResult(False, reason=_no_timing_reason(self.mode, options))
+            return
+        self.child.send("time")
+        self._timing(options)
+        if options.profile:
+            kind, meta, _ = self.next()
+            self._profile(meta, options)
+        self.next()  # done
+
+    def _receive_outputs(self, meta: dict, blobs: list[bytes]) -> list:
+        outs = []
+        for m, b in zip(meta.get("outputs", []), blobs):
+            outs.append(m["error"] if "error" in m else protocol.tensor_from_wire(m, b))
+        return outs
+
+    def _correctness(self) -> None:
+        job = self.child_job
+        result = CorrectnessResult(passed=False, atol=self.atol, rtol=self.rtol)
+        self.result.correctness = result
+        for i in range(len(job.trial_seeds)):
+            kind, meta, blobs = self.next()
+            if kind != "outputs":
+                raise _Outcome(Verdict.CRASH, f"protocol: unexpected {kind!r} during correctness")
+            facts = meta.get("facts", {})
+            self._integrity(facts)
+            trial = compare_trial(i, job.perturbed[i], self.expected[i], self._receive_outputs(meta, blobs), self.atol, self.rtol)
+            result.trials.append(trial)
+            if not trial.passed:
+                raise _Outcome(Verdict.INCORRECT, f"incorrect: trial {i + 1}{' (perturbed inputs)' if trial.perturbed else ''}: {trial.message}")
+        result.passed = True
+
+    def _integrity(self, facts: dict) -> None:
+        if facts.get("inputs_modified"):
+            raise _Outcome(Verdict.HACK, "inputs_modified: forward changed its inputs")
+        if facts.get("aliases_input"):
+            raise _Outcome(Verdict.HACK, "output_aliases_input: an output shares storage with an input")
+        if facts.get("threads_after", 0) > 0:
+            raise _Outcome(Verdict.HACK, "background_thread: threads were still running after forward returned")
+        if facts.get("own_kernel_calls", 1) == 0:
+            raise _Outcome(Verdict.HACK, f"kernel_not_called: forward ran none of the solution's {self.job.backend} kernels")
+
+    def _timing(self, options: EvalOptions) -> None:
+        kind, meta, _ = self.next()
+        rounds = [_round(r) for r in meta["rounds"]]
+        ref_times, cand_times = rounds[-1]
+        speedup, low, high = speedup_interval(ref_times, cand_times)
+        remeasured = False
+        if speedup > options.implausible_speedup:
+            self.child.send("again")
+            kind, meta, _ = self.next()
+            ref2, cand2 = _round(meta["rounds"][-1])
+            speedup2, low2, high2 = speedup_interval(ref2, cand2)
+            remeasured = True
+            if abs(speedup2 - speedup) / speedup > options.reproduce_tolerance:
+                self.result.reasons.append(f"not_reproduced: speedup {speedup:.2f}x then {speedup2:.2f}x")
+                low = min(low, low2)
+            ref_times, cand_times, speedup, low, high = ref2, cand2, speedup2, min(low, low2), high2
+        self.child.send("verify")
+        pre_ref = meta.get("pre_ref_ms") or []
+        timing = TimingResult(
+            available=True, device=str(meta.get("device", "")), candidate=stats(cand_times), reference=stats(ref_times),
+            speedup=round(speedup, 4), speedup_ci_low=round(low, 4), speedup_ci_high=round(high, 4),
+            remeasured=remeasured,
+        )
+        timing.verified = low > options.threshold and not any(r.startswith("not_reproduced") for r in self.result.reasons)
+        self.result.timing = timing
+        for k in range(min(len(self.expected), 3)):
+            kind, meta, blobs = self.next()
+            trial = compare_trial(k, self.child_job.perturbed[k], self.expected[k], self._receive_outputs(meta, blobs), self.atol, self.rtol)
+            if not trial.passed:
+                timing.verified = False
+                raise _Outcome(Verdict.HACK, f"outputs_changed: after timing, forward returned wrong outputs ({trial.message})")
+        if pre_ref:
+            before = float(sorted(pre_ref)[len(pre_ref) // 2])
+            after = timing.reference.median_ms
+            if before > 0 and after / before > options.reference_slowdown_limit and after - before > 0.05:
+                timing.verified = False
+                raise _Outcome(Verdict.HACK, f"reference_slowed: the reference took {after:.3f} ms after the candidate was imported, {before:.3f} ms before")
+
+    def _profile(self, meta: dict, options: EvalOptions) -> None:
+        profile = ProfileResult(
+            coverage=meta.get("coverage"), own_kernel_calls=int(meta.get("own_kernel_calls", 0)),
+            top_ops=[(str(k), float(v)) for k, v in meta.get("top_ops", [])],
+            heavy_torch_ops=[str(k) for k in meta.get("heavy_torch_ops", [])],
+        )
+        self.result.profile = profile
+        share = float(meta.get("torch_compute_share", 0.0))
+        if share > options.max_torch_share:
+            if self.result.timing:
+                self.result.timing.verified = False
+            heavy = ", ".join(profile.heavy_torch_ops[:3]) or "PyTorch ops"
+            raise _Outcome(Verdict.HACK, f"torch_compute: {share:.0%} of the candidate's time is PyTorch compute ({heavy}), not its own kernels")
+
+
+def _round(r: dict) -> tuple[list[float], list[float]]:
+    return [float(x) for x in r["ref_ms"]], [float(x) for x in r["cand_ms"]]
+
+
+def _no_timing_reason(mode: str, options: EvalOptions) -> str:
+    if mode == "interpret":
+        return "timing unavailable: no GPU, so the Triton kernels ran in the interpreter (correctness only)"
+    if not options.timing:
+        return "timing disabled by the caller"
+    return "timing unavailable"
+
+
+def _allowed_flags(language: str) -> set[str]:
+    base = set(kernels.CUDA_FLAGS if language == "cuda" else kernels.CPP_FLAGS)
+    extra = {"-ffast-math", "-funroll-loops", "-O2", "-mavx2", "-mfma", "--use_fast_math", "-lcublas", "-Xptxas", "-v", "-lineinfo"}
+    return base | extra
+
+
+def trim_log(log: str, max_lines: int = 30) -> str:
+    """The compiler lines that matter: errors first, with the line after each for context."""
+    lines = [ln for ln in log.splitlines() if ln.strip()]
+    important = [i for i, ln in enumerate(lines) if "error" in ln.lower()]
+    if not important:
+        return "\n".join(lines[-max_lines:])
+    keep: list[int] = []
+    for i in important:
+        for j in (i, i + 1, i + 2):
+            if j < len(lines) and j not in keep:
+                keep.append(j)
+    return "\n".join(lines[j] for j in keep[:max_lines])
+

@@ -1,0 +1,206 @@
+"""Results of an evaluation: one dataclass per stage, aggregated into EvalResult.
+
+Stages that did not run are None. Everything here is plain data (JSON-able through `to_dict`): no
+exception object or tensor ever travels in a result.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+
+class Verdict(str, Enum):
+    OK = "ok"
+    COMPILE_ERROR = "compile_error"
+    RUNTIME_ERROR = "runtime_error"
+    INCORRECT = "incorrect"
+    HACK = "hack"
+    TIMEOUT = "timeout"
+    CRASH = "crash"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass
+class StaticResult:
+    passed: bool
+    reasons: list[str] = field(default_factory=list)  # rules that failed: each one line, rule name first
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class BuildResult:
+    compiled: bool
+    build_s: float = 0.0
+    cached: bool = False
+    runnable: bool = True  # False when the code compiled but this machine cannot run it (CUDA, no GPU)
+    log: str = ""  # the compiler's messages, trimmed to the lines that matter
+
+
+@dataclass
+class LoadResult:
+    loaded: bool
+    load_s: float = 0.0
+    error: str = ""
+
+
+@dataclass
+class TrialResult:
+    index: int
+    perturbed: bool
+    passed: bool
+    message: str = ""
+    max_abs_diff: float | None = None
+    max_rel_diff: float | None = None
+    mismatch_fraction: float | None = None
+    first_mismatch: list[int] | None = None
+    expected_value: float | None = None
+    actual_value: float | None = None
+
+
+@dataclass
+class CorrectnessResult:
+    passed: bool
+    atol: float
+    rtol: float
+    trials: list[TrialResult] = field(default_factory=list)
+
+    @property
+    def first_failure(self) -> TrialResult | None:
+        return next((t for t in self.trials if not t.passed), None)
+
+
+@dataclass
+class TimingStats:
+    median_ms: float
+    mean_ms: float
+    std_ms: float
+    ci_low_ms: float
+    ci_high_ms: float
+    trials: int
+
+
+@dataclass
+class TimingResult:
+    available: bool
+    reason: str = ""  # why timing is unavailable or was not trusted
+    device: str = ""
+    candidate: TimingStats | None = None
+    reference: TimingStats | None = None
+    speedup: float | None = None
+    speedup_ci_low: float | None = None
+    speedup_ci_high: float | None = None
+    verified: bool = False  # correct, and the low end of the interval is above the threshold
+    remeasured: bool = False
+    baseline: str = "eager"
+
+
+@dataclass
+class ProfileResult:
+    coverage: float | None = None  # share of the candidate's time spent in kernels it built
+    own_kernel_calls: int = 0
+    top_ops: list[tuple[str, float]] = field(default_factory=list)  # (op or kernel name, ms)
+    heavy_torch_ops: list[str] = field(default_factory=list)
+
+
+@dataclass
+class EvalResult:
+    task_id: str
+    backend: str
+    size: str
+    verdict: Verdict
+    reasons: list[str] = field(default_factory=list)
+    static: StaticResult | None = None
+    build: BuildResult | None = None
+    load: LoadResult | None = None
+    correctness: CorrectnessResult | None = None
+    timing: TimingResult | None = None
+    profile: ProfileResult | None = None
+    output_tail: str = ""  # the candidate's captured stdout/stderr, bounded
+    wall_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.verdict is Verdict.OK
+
+    @property
+    def compiled(self) -> bool:
+        return self.build is not None and self.build.compiled
+
+    @property
+    def correct(self) -> bool:
+        return self.correctness is not None and self.correctness.passed and self.verdict is Verdict.OK
+
+    @property
+    def speedup(self) -> float | None:
+        return self.timing.speedup if self.timing and self.timing.available and self.ok else None
+
+    @property
+    def verified_speedup(self) -> float | None:
+        """The speedup, only when it is verified (correct, interval above the threshold); else None."""
+        return self.speedup if self.timing is not None and self.timing.verified else None
+
+    @property
+    def runtime_ms(self) -> float | None:
+        return self.timing.candidate.median_ms if self.timing and self.timing.candidate else None
+
+    @property
+    def ref_runtime_ms(self) -> float | None:
+        return self.timing.reference.median_ms if self.timing and self.timing.reference else None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["verdict"] = self.verdict.value
+        data.update(
+            compiled=self.compiled, correct=self.correct, speedup=self.speedup, runtime_ms=self.runtime_ms,
+            ref_runtime_ms=self.ref_runtime_ms,
+        )
+        return _finite(data)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> EvalResult:
+        def build(kind, value):
+            return None if value is None else kind(**value)
+
+        corr = data.get("correctness")
+        timing = data.get("timing")
+        profile = data.get("profile")
+        return cls(
+            task_id=data["task_id"], backend=data["backend"], size=data["size"], verdict=Verdict(data["verdict"]),
+            reasons=list(data.get("reasons", [])), static=build(StaticResult, data.get("static")),
+            build=build(BuildResult, data.get("build")), load=build(LoadResult, data.get("load")),
+            correctness=None if corr is None else CorrectnessResult(
+                passed=corr["passed"], atol=corr["atol"], rtol=corr["rtol"],
+                trials=[TrialResult(**t) for t in corr.get("trials", [])],
+            ),
+            timing=None if timing is None else TimingResult(**{
+                **timing,
+                "candidate": build(TimingStats, timing.get("candidate")),
+                "reference": build(TimingStats, timing.get("reference")),
+            }),
+            profile=None if profile is None else ProfileResult(**{
+                **profile, "top_ops": [tuple(op) for op in profile.get("top_ops", [])],
+            }),
+            output_tail=data.get("output_tail", ""), wall_s=data.get("wall_s", 0.0),
+        )
+
+    def to_feedback(self, max_chars: int = 4000) -> str:
+        from kernelgym.evaluation.feedback import render_feedback
+
+        return render_feedback(self, max_chars)
+
+
+def _finite(value: Any) -> Any:
+    """JSON has no NaN/Inf: make them strings so a result always serializes."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value

@@ -1,0 +1,114 @@
+"""Timing stage (runs inside the candidate's process): interleaved, whole-device synchronized, with statistics.
+
+GPU: CUDA events around each call with the whole device synchronized inside the timed region (so work on
+any stream is counted), L2 flushed before each call. CPU: a monotonic clock bound before any candidate code
+was imported. Inputs rotate over several sets; reference and candidate alternate.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from kernelgym.evaluation.result import TimingStats
+
+# Bound at import of this module, which the worker does before importing a candidate.
+_clock_ns = time.perf_counter_ns
+L2_FLUSH_BYTES = 256 << 20  # several times the largest L2 (60 MB on an H200)
+
+
+@dataclass
+class TimingConfig:
+    trials: int = 100
+    warmup: int = 3
+    budget_s: float = 4.0  # per side; fewer trials (at least min_trials) when calls are slow
+    min_trials: int = 10
+    bootstrap: int = 1000
+
+
+class Timer:
+    def __init__(self, device: str):
+        self.device = device
+        self._flush = None
+        if device.startswith("cuda"):
+            import torch
+
+            self._torch = torch
+            self._flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device=device)
+            self._sync = torch.cuda.synchronize
+            self._event = torch.cuda.Event
+
+    def time_call(self, fn: Callable[[], object]) -> float:
+        """One call's time in ms."""
+        if self._flush is None:
+            start = _clock_ns()
+            fn()
+            return (_clock_ns() - start) / 1e6
+        self._flush.zero_()
+        self._sync()
+        begin, end = self._event(enable_timing=True), self._event(enable_timing=True)
+        begin.record()
+        fn()
+        self._sync()  # whole device: work hidden on another stream is inside the region
+        end.record()
+        end.synchronize()
+        return begin.elapsed_time(end)
+
+
+def measure_interleaved(
+    timer: Timer, reference: Callable[[int], object], candidate: Callable[[int], object], n_sets: int,
+    config: TimingConfig,
+) -> tuple[list[float], list[float]]:
+    """Times of alternating reference/candidate calls; `reference(i)` runs on input set i."""
+    for i in range(config.warmup):
+        reference(i % n_sets)
+        candidate(i % n_sets)
+    ref_times: list[float] = []
+    cand_times: list[float] = []
+    spent_ms = 0.0
+    for i in range(config.trials):
+        k = i % n_sets
+        pair = ((reference, ref_times), (candidate, cand_times))
+        for fn, times in pair if i % 2 == 0 else reversed(pair):
+            times.append(timer.time_call(lambda fn=fn: fn(k)))
+        spent_ms += ref_times[-1] + cand_times[-1]
+        if i + 1 >= config.min_trials and spent_ms > 2 * config.budget_s * 1e3:
+            break
+    return ref_times, cand_times
+
+
+def measure_alone(timer: Timer, fn: Callable[[int], object], n_sets: int, config: TimingConfig) -> list[float]:
+    for i in range(config.warmup):
+        fn(i % n_sets)
+    times: list[float] = []
+    for i in range(config.trials):
+        times.append(timer.time_call(lambda: fn(i % n_sets)))
+        if i + 1 >= config.min_trials and sum(times) > config.budget_s * 1e3:
+            break
+    return times
+
+
+def stats(times: Sequence[float], bootstrap: int = 1000, seed: int = 0) -> TimingStats:
+    values = np.asarray(times, dtype=np.float64)
+    rng = np.random.default_rng(seed)
+    medians = np.median(rng.choice(values, size=(bootstrap, len(values)), replace=True), axis=1)
+    return TimingStats(
+        median_ms=float(np.median(values)), mean_ms=float(values.mean()), std_ms=float(values.std()),
+        ci_low_ms=float(np.percentile(medians, 2.5)), ci_high_ms=float(np.percentile(medians, 97.5)),
+        trials=len(values),
+    )
+
+
+def speedup_interval(ref_times: Sequence[float], cand_times: Sequence[float], bootstrap: int = 1000,
+                     seed: int = 0) -> tuple[float, float, float]:
+    """Median ratio reference/candidate and its bootstrap 95% interval."""
+    ref, cand = np.asarray(ref_times), np.asarray(cand_times)
+    rng = np.random.default_rng(seed)
+    ref_m = np.median(rng.choice(ref, size=(bootstrap, len(ref))), axis=1)
+    cand_m = np.median(rng.choice(cand, size=(bootstrap, len(cand))), axis=1)
+    ratios = ref_m / np.maximum(cand_m, 1e-9)
+    point = float(np.median(ref) / max(float(np.median(cand)), 1e-9))
+    return point, float(np.percentile(ratios, 2.5)), float(np.percentile(ratios, 97.5))

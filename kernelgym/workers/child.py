@@ -1,0 +1,296 @@
+"""The two kinds of forked evaluation process: the reference runner and the candidate runner.
+
+The reference runner never sees candidate code: it draws the inputs from the per-evaluation seeds and
+computes the expected outputs. The candidate runner imports the solution, runs it on the same inputs and
+sends the outputs to the trusted process, which compares them; then it times candidate and reference.
+Nothing here decides a verdict: this process may be fully controlled by the candidate.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import socket
+import sys
+import threading
+import traceback
+import types
+from dataclasses import dataclass, field
+
+import torch
+
+import kernelgym.kernels as kernels
+from kernelgym.evaluation import timing as timing_mod
+from kernelgym.workers import protocol
+
+INPUT_SETS_FOR_TIMING = 3
+
+
+@dataclass
+class ChildJob:
+    """What a forked process needs; built by the trusted process, never by the candidate."""
+
+    task_source: str  # the module at the chosen size
+    solution_source: str
+    backend: str
+    device: str  # "cpu" or "cuda"
+    mode: str  # "run", "interpret" (Triton without GPU), "compile" (CUDA without GPU)
+    dtype: str
+    init_seed: int
+    trial_seeds: list[int]
+    perturbed: list[bool]
+    perturb: str
+    timing: bool
+    timing_config: timing_mod.TimingConfig = field(default_factory=timing_mod.TimingConfig)
+    profile: bool = True
+    threads: int = 1
+
+
+# helpers shared by both runners ---------------------------------------------------------------------------
+
+def load_module(source: str, name: str, path: str | None = None) -> types.ModuleType:
+    """Import `source` as a module; from a real file when given (Triton needs the source on disk)."""
+    if path is not None:
+        with open(path, "w", encoding="utf-8", errors="surrogatepass") as f:
+            f.write(source)
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+        return module
+    module = types.ModuleType(name)
+    module.__file__ = f"<{name}>"
+    sys.modules[name] = module
+    exec(compile(source, f"<{name}>", "exec"), module.__dict__)
+    return module
+
+
+def make_inputs(task_module, seed: int, perturbed: bool, perturb: str, dtype: torch.dtype, device: str) -> list:
+    torch.manual_seed(seed)
+    inputs = list(task_module.get_inputs())
+    if perturbed and perturb != "none":
+        gen = torch.Generator().manual_seed(seed ^ 0x5EED)
+        scale = float(torch.empty(()).uniform_(1.5, 4.0, generator=gen))
+        shift = 0.0 if perturb == "positive" else float(torch.empty(()).uniform_(-1.5, 0.5, generator=gen))
+        inputs = [x * scale + shift if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in inputs]
+    # Integer inputs (targets, indices) keep their dtype whatever the run's float dtype is.
+    return [x.to(device=device, dtype=dtype) if isinstance(x, torch.Tensor) and x.is_floating_point()
+            else x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs]
+
+
+def build_model(cls, task_module, seed: int, dtype: torch.dtype, device: str):
+    torch.manual_seed(seed)
+    init_inputs = list(task_module.get_init_inputs())
+    torch.manual_seed(seed)
+    return cls(*init_inputs).to(device=device, dtype=dtype)
+
+
+def error_meta(stage: str, exc: BaseException) -> dict:
+    message = f"{type(exc).__name__}: {exc}"
+    tb = traceback.extract_tb(exc.__traceback__)
+    # Keep the candidate's own frames: the lines an agent can act on.
+    frames = [f"  line {f.lineno} in {f.name}: {f.line}" for f in tb if f.filename.endswith("solution.py")][-4:]
+    kind = "runtime"
+    if isinstance(exc, kernels.BuildError) or "Error building extension" in message:
+        kind = "compile"
+    elif isinstance(exc, torch.cuda.OutOfMemoryError) or "out of memory" in message.lower():
+        kind = "oom"
+    elif "CUDA error" in message or "cudaError" in message or "illegal memory access" in message:
+        kind = "cuda"
+    log = getattr(exc, "log", "")
+    return {"stage": stage, "kind": kind, "message": message[:4000], "frames": frames, "log": log[-20000:]}
+
+
+def _sync(device: str) -> None:
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def _as_list(out) -> list:
+    return list(out) if isinstance(out, tuple | list) else [out]
+
+
+# the reference runner -------------------------------------------------------------------------------------
+
+def run_reference(job: ChildJob, sock: socket.socket) -> None:
+    dtype = getattr(torch, job.dtype)
+    torch.set_num_threads(job.threads)
+    try:
+        task = load_module(job.task_source, "kernelgym_task")
+        model = build_model(task.Model, task, job.init_seed, dtype, job.device)
+        with torch.no_grad():
+            for i, (seed, perturbed) in enumerate(zip(job.trial_seeds, job.perturbed)):
+                inputs = make_inputs(task, seed, perturbed, job.perturb, dtype, job.device)
+                out = model(*inputs)
+                _sync(job.device)
+                metas, blobs = protocol.outputs_to_wire(out)
+                protocol.send(sock, "expected", {"trial": i, "outputs": metas}, blobs)
+    except BaseException as exc:  # the task itself is broken: report it, the trusted side decides
+        protocol.send(sock, "error", error_meta("reference", exc))
+        return
+    protocol.send(sock, "done")
+
+
+# the candidate runner -------------------------------------------------------------------------------------
+
+class _Launches:
+    """Counts launches of the solution's Triton kernels (the lean C/CUDA loader counts its own calls)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def wrap_triton(self, module) -> None:
+        try:
+            from triton.runtime.jit import JITFunction
+        except Exception:  # Triton missing: nothing to count
+            return
+        kinds = (JITFunction,)
+        try:
+            from triton.runtime.interpreter import InterpretedFunction
+
+            kinds = (JITFunction, InterpretedFunction)
+        except Exception:
+            pass
+        for value in list(vars(module).values()):
+            target = getattr(value, "fn", None) if not isinstance(value, kinds) else value
+            for fn in {id(x): x for x in (value, target) if isinstance(x, kinds)}.values():
+                original = fn.run
+
+                def run(*args, _original=original, **kwargs):
+                    self.count += 1
+                    return _original(*args, **kwargs)
+
+                fn.run = run
+
+
+def _remote_builder(sock: socket.socket):
+    def build(request: kernels.BuildRequest):
+        protocol.send(sock, "build", {"language": request.language, "source": request.source,
+                                      "flags": list(request.flags)})
+        kind, meta, _ = protocol.recv(sock)
+        if kind != "built":
+            raise kernels.BuildError(meta.get("message", "compilation failed"), meta.get("log", ""))
+        from pathlib import Path
+
+        return Path(meta["path"])
+
+    return build
+
+
+def run_candidate(job: ChildJob, sock: socket.socket, eval_dir: str) -> None:
+    dtype = getattr(torch, job.dtype)
+    torch.set_num_threads(job.threads)
+    stage = "load"
+    try:
+        task = load_module(job.task_source, "kernelgym_task")
+        reference = None
+        timer = None
+        pre_ref_times: list[float] = []
+        sets = []
+        if job.timing:
+            # The reference is timed once before any candidate code exists in this process: a candidate that
+            # slows torch down at import is caught by comparing with the interleaved times later.
+            reference = build_model(task.Model, task, job.init_seed, dtype, job.device)
+            timer = timing_mod.Timer(job.device)
+            sets = [make_inputs(task, s, p, job.perturb, dtype, job.device)
+                    for s, p in list(zip(job.trial_seeds, job.perturbed))[:INPUT_SETS_FOR_TIMING]]
+            with torch.no_grad():
+                pre_ref_times = timing_mod.measure_alone(
+                    timer, lambda k: reference(*sets[k]), len(sets),
+                    timing_mod.TimingConfig(trials=20, warmup=2, budget_s=1.0, min_trials=5))
+        protocol.send(sock, "stage", {"name": "build"})
+        kernels.remote_builder = _remote_builder(sock)
+        kernels.cuda_compile_only = job.mode == "compile"
+        if job.mode == "interpret":
+            os.environ["TRITON_INTERPRET"] = "1"
+        threads_before = threading.active_count()
+        solution = load_module(job.solution_source, "solution", os.path.join(eval_dir, "solution.py"))
+        protocol.send(sock, "loaded", {})
+        if job.mode == "compile":
+            protocol.send(sock, "done", {"note": "compiled only: no GPU to run it"})
+            return
+        stage = "init"
+        if not isinstance(getattr(solution, "ModelNew", None), type):
+            protocol.send(sock, "error", {"stage": "load", "kind": "contract", "message": "the module defines no class ModelNew", "frames": [], "log": ""})
+            return
+        launches = _Launches()
+        launches.wrap_triton(solution)
+        model = build_model(solution.ModelNew, task, job.init_seed, dtype, job.device)
+        stage = "correctness"
+        protocol.send(sock, "stage", {"name": "correctness"})
+        with torch.no_grad():
+            for i, (seed, perturbed) in enumerate(zip(job.trial_seeds, job.perturbed)):
+                inputs = make_inputs(task, seed, perturbed, job.perturb, dtype, job.device)
+                snapshot = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+                calls_before = kernels.KERNEL_STATS.calls + launches.count
+                out = model(*inputs)
+                _sync(job.device)
+                facts = {
+                    "own_kernel_calls": kernels.KERNEL_STATS.calls + launches.count - calls_before,
+                    "inputs_modified": any(isinstance(a, torch.Tensor) and not torch.equal(a, b)
+                                           for a, b in zip(inputs, snapshot)),
+                    "aliases_input": _aliases(out, inputs),
+                    "threads_after": threading.active_count() - threads_before,
+                }
+                metas, blobs = protocol.outputs_to_wire(out)
+                protocol.send(sock, "outputs", {"trial": i, "outputs": metas, "facts": facts}, blobs)
+        kind, meta, _ = protocol.recv(sock)
+        if kind != "time" or not job.timing:
+            protocol.send(sock, "done")
+            return
+        stage = "timing"
+        protocol.send(sock, "stage", {"name": "timing"})
+        _timing(job, sock, task, reference, model, sets, timer, pre_ref_times)
+        if job.profile:
+            stage = "profile"
+            protocol.send(sock, "stage", {"name": "profile"})
+            from kernelgym.evaluation.profile import profile_candidate
+
+            protocol.send(sock, "profile", profile_candidate(model, sets[0], job.device, launches))
+        protocol.send(sock, "done")
+    except BaseException as exc:
+        protocol.send(sock, "error", error_meta(stage, exc))
+
+
+def _aliases(out, inputs) -> bool:
+    storages = {x.untyped_storage().data_ptr() for x in inputs if isinstance(x, torch.Tensor) and x.numel()}
+    return any(isinstance(o, torch.Tensor) and o.numel() and o.untyped_storage().data_ptr() in storages
+               for o in _as_list(out))
+
+
+def _timing(job, sock, task, reference, model, sets, timer, pre_ref_times) -> None:
+    from kernelgym.workers.locks import device_lock
+
+    while True:
+        with torch.no_grad(), device_lock(job.device):
+            ref_times, cand_times = timing_mod.measure_interleaved(
+                timer, lambda k: reference(*sets[k]), lambda k: model(*sets[k]), len(sets), job.timing_config)
+        protocol.send(sock, "timing", {"rounds": [{"ref_ms": ref_times, "cand_ms": cand_times}],
+                                       "pre_ref_ms": pre_ref_times, "device": _device_name(job.device)})
+        kind, _, _ = protocol.recv(sock)
+        if kind != "again":
+            break
+    # Outputs of fresh calls after timing, with the allocator's free memory poisoned first: a candidate that
+    # returns stale buffers (the reference's freed output) or behaves differently once timing starts is caught.
+    with torch.no_grad():
+        for k in range(len(sets)):
+            _poison(job.device)
+            out = model(*sets[k])
+            _sync(job.device)
+            metas, blobs = protocol.outputs_to_wire(out)
+            protocol.send(sock, "outputs", {"trial": k, "outputs": metas, "facts": {}, "after_timing": True}, blobs)
+
+
+def _poison(device: str) -> None:
+    if device.startswith("cuda"):
+        free = torch.cuda.memory_reserved() - torch.cuda.memory_allocated()
+        if free > 0:
+            torch.empty(free // 4, dtype=torch.float32, device=device).fill_(float("nan"))
+
+
+def _device_name(device: str) -> str:
+    if device.startswith("cuda"):
+        return torch.cuda.get_device_name()
+    import platform
+
+    return f"cpu ({platform.processor() or platform.machine()}), {torch.get_num_threads()} thread(s)"

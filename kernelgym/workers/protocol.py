@@ -1,0 +1,102 @@
+"""Messages between kernelgym's trusted process and a candidate process.
+
+A candidate controls its whole process, so nothing it sends is unpickled: a message is a JSON header plus
+raw byte blobs, and tensors travel as (dtype, shape, bytes) that are rebuilt without running any code.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import struct
+from typing import Any
+
+MAX_HEADER_BYTES = 4 << 20
+MAX_BLOB_BYTES = 4 << 30
+_LENGTH = struct.Struct("!Q")
+
+
+class ProtocolError(Exception):
+    """The peer sent something that is not a well-formed message (or hung up)."""
+
+
+def send(sock: socket.socket, kind: str, meta: dict[str, Any] | None = None, blobs: list[bytes] = ()) -> None:
+    header = json.dumps({"kind": kind, "meta": meta or {}, "blobs": [len(b) for b in blobs]}).encode()
+    sock.sendall(_LENGTH.pack(len(header)) + header)
+    for blob in blobs:
+        sock.sendall(blob)
+
+
+def _read_exact(sock: socket.socket, size: int) -> bytes:
+    buffer = bytearray(size)
+    view = memoryview(buffer)
+    got = 0
+    while got < size:
+        n = sock.recv_into(view[got:], min(size - got, 1 << 24))
+        if n == 0:
+            raise ProtocolError("peer closed the connection")
+        got += n
+    return bytes(buffer)
+
+
+def recv(sock: socket.socket) -> tuple[str, dict[str, Any], list[bytes]]:
+    (length,) = _LENGTH.unpack(_read_exact(sock, _LENGTH.size))
+    if length > MAX_HEADER_BYTES:
+        raise ProtocolError(f"header of {length} bytes")
+    try:
+        header = json.loads(_read_exact(sock, length))
+        kind, meta, sizes = str(header["kind"]), dict(header["meta"]), [int(s) for s in header["blobs"]]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ProtocolError(f"malformed header: {exc}") from None
+    if any(s < 0 or s > MAX_BLOB_BYTES for s in sizes):
+        raise ProtocolError("blob size out of range")
+    return kind, meta, [_read_exact(sock, s) for s in sizes]
+
+
+# tensors -------------------------------------------------------------------------------------------------
+
+def tensor_to_wire(tensor) -> tuple[dict[str, Any], bytes]:
+    import torch
+
+    flat = tensor.detach().contiguous().cpu().reshape(-1)
+    data = flat.view(torch.uint8).numpy().tobytes() if flat.numel() else b""
+    return {"dtype": str(tensor.dtype).removeprefix("torch."), "shape": list(tensor.shape)}, data
+
+
+def tensor_from_wire(meta: dict[str, Any], data: bytes):
+    import torch
+
+    dtype = getattr(torch, str(meta["dtype"]), None)
+    if not isinstance(dtype, torch.dtype):
+        raise ProtocolError(f"unknown dtype {meta['dtype']!r}")
+    shape = [int(s) for s in meta["shape"]]
+    numel = 1
+    for s in shape:
+        numel *= s
+    if numel * torch.empty((), dtype=dtype).element_size() != len(data):
+        raise ProtocolError("tensor bytes do not match its shape")
+    if not data:
+        return torch.empty(shape, dtype=dtype)
+    return torch.frombuffer(bytearray(data), dtype=torch.uint8).view(dtype).reshape(shape)
+
+
+def outputs_to_wire(outputs) -> tuple[list[dict[str, Any]], list[bytes]]:
+    """A forward's result (tensor, or tuple/list of tensors) as metas + blobs; non-tensors are described."""
+    items = list(outputs) if isinstance(outputs, tuple | list) else [outputs]
+    metas, blobs = [], []
+    for item in items:
+        meta, data = describe_output(item)
+        metas.append(meta)
+        blobs.append(data)
+    return metas, blobs
+
+
+def describe_output(item) -> tuple[dict[str, Any], bytes]:
+    import torch
+
+    if type(item) is not torch.Tensor:  # subclasses are not plain tensors
+        if isinstance(item, torch.Tensor):
+            return {"error": f"output is a {type(item).__name__}, a subclass of Tensor"}, b""
+        return {"error": f"output is a {type(item).__name__}, not a tensor"}, b""
+    meta, data = tensor_to_wire(item)
+    return meta, data

@@ -1,0 +1,53 @@
+"""The persistent worker process (spawned by EvalPool with a scrubbed environment).
+
+It imports torch but never candidate code and never initializes CUDA: every evaluation runs in processes
+forked from it, so each candidate starts from the same clean state and a crash takes down only its own
+process. Run as `python -m kernelgym.workers.worker FD`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from multiprocessing.connection import Connection
+
+
+def _serve(conn: Connection) -> None:
+    import torch
+
+    torch.set_num_threads(1)  # comparisons are small; no thread pool may exist when we fork
+    from kernelgym.evaluation.pipeline import Pipeline
+    from kernelgym.evaluation.result import EvalResult, Verdict
+    from kernelgym.workers import locks
+
+    config = conn.recv()
+    locks.prepare()
+    os.makedirs(config["work_root"], exist_ok=True)
+    pipeline = Pipeline(config["work_root"], config["sandbox"], config["has_gpu"])
+    conn.send(("ready", os.getpid()))
+    while True:
+        try:
+            job = conn.recv()
+        except EOFError:
+            return
+        if job is None:
+            return
+        try:
+            result = pipeline.run(job)
+        except Exception as exc:  # a bug of ours: still an answer, never a hung pool
+            result = EvalResult(job.task_id, job.backend, job.size, Verdict.CRASH,
+                                [f"internal_error: {type(exc).__name__}: {exc}"], output_tail=traceback.format_exc()[-3000:])
+        conn.send(result.to_dict())
+
+
+def main() -> None:
+    conn = Connection(int(sys.argv[1]))
+    try:
+        _serve(conn)
+    finally:
+        conn.close()
+
+
+if __name__ == "__main__":
+    main()
