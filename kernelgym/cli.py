@@ -134,6 +134,46 @@ def eval_command(
                 typer.echo(result.to_feedback())
 
 
+@app.command("examples")
+def examples_command(
+    backend: str = typer.Option("cpp", "--backend"),
+    size: str | None = typer.Option(None, "--size"),
+    with_cheats: bool = typer.Option(False, "--with-cheats", help="also judge the bundled cheating examples"),
+    workers: int = typer.Option(2, "--workers"),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Judge the bundled example solutions for a backend (and, with --with-cheats, some cheats)."""
+    from kernelgym.solutions import cheats, examples
+    from kernelgym.tasks import bundled
+    from kernelgym.workers.pool import EvalPool
+
+    suite = bundled()
+    entries = examples(backend) + (cheats(backend) if with_cheats else [])
+    if not entries:
+        _fail(f"no bundled example solutions for backend {backend!r}")
+    table = Table("task", "solution", "verdict", "speedup", "95% CI", "wall s")
+    with EvalPool(workers=workers) as pool:
+        futures = [(e, pool.submit(suite.get(e.task_id), e.source, backend=backend, size=size)) for e in entries]
+        with console.status(f"judging {len(entries)} solutions ..."):
+            rows = [(e, f.result()) for e, f in futures]
+    for entry, result in rows:
+        if as_json:
+            typer.echo(json.dumps({"solution": str(entry.path), "cheat": entry.cheat, **result.to_dict()}))
+            continue
+        t = result.timing
+        ci = f"{t.speedup_ci_low:.2f}-{t.speedup_ci_high:.2f}" if t and t.available and t.speedup_ci_low else ""
+        speed = f"{result.speedup:.2f}x" + (" verified" if t and t.verified else "") if result.speedup else "-"
+        verdict = result.verdict.value + (f" ({result.reasons[0].split(':')[0]})" if result.reasons else "")
+        table.add_row(entry.task_id.split("/", 1)[1], entry.cheat or "example", verdict, speed, ci, f"{result.wall_s:.1f}")
+    if not as_json:
+        console.print(table)
+        honest = [r for e, r in rows if e.cheat is None]
+        caught = [r for e, r in rows if e.cheat is not None and r.verdict.value in ("hack", "incorrect")]
+        console.print(f"{sum(r.ok for r in honest)}/{len(honest)} examples correct, "
+                      f"{sum(bool(r.verified_speedup) for r in honest)} with a verified speedup; "
+                      f"{len(caught)}/{len(rows) - len(honest)} cheats rejected")
+
+
 def main() -> None:
     try:
         app()

@@ -26,4 +26,4 @@ def get_init_inputs():
 
 
 # kernelgym metadata (read without running the file): the cpu size replaces the constants above.
-KERNELGYM = {"category": "activation", "sizes": {"cpu": {"batch_size": 64, "dim": 4096}}}
+KERNELGYM = {"category": "activation", "sizes": {"cpu": {"batch_size": 128, "dim": 4096}}}

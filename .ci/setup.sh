@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Creates .venv (once) and installs kernelgym with its test tools into it. Safe to run again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv .venv
+fi
+. .venv/bin/activate
+stamp=.venv/.kernelgym-installed
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  python -m pip install -q --upgrade pip
+  # The CPU build of torch (a bare `torch` would pull a multi-GB CUDA build) and torch 2.13's Triton pin.
+  python -m pip install -q "torch==2.13.0" "triton==3.7.*"
+  python -m pip install -q -e ".[dev]"
+  touch "$stamp"
+fi
