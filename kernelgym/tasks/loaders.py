@@ -124,7 +124,8 @@ def from_hf_dataset(dataset: Any = None, level: int | None = None) -> TaskSet:
                 continue
             for row in split:
                 pid, name = int(row["problem_id"]), str(row["name"])
-                file_name = name if _FILE_NAME.match(name) else f"{pid}_{name.removesuffix('.py')}.py"
+                stem = name.removesuffix(".py")
+                file_name = f"{stem}.py" if _FILE_NAME.match(f"{stem}.py") else f"{pid}_{stem}.py"
                 tasks.append(
                     task_from_source(
                         row["code"], suite="kernelbench", level=int(row["level"]), file_name=file_name,

@@ -1,0 +1,152 @@
+"""The judge on the cpp backend: honest solutions pass, each kind of cheat gets no credit."""
+
+import pytest
+
+from kernelgym.evaluation.result import Verdict
+from kernelgym.solutions import cheats, examples
+from kernelgym.tasks import bundled
+
+KERNEL = '''
+import torch
+import torch.nn as nn
+from kernelgym.kernels import load_cpp
+
+lib = load_cpp(r"""
+#include <cstdint>
+extern "C" void relu(const float* x, float* y, int64_t n) { for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0.f ? x[i] : 0.f; }
+extern "C" void relu_inplace(float* x, int64_t n) { for (int64_t i = 0; i < n; ++i) x[i] = x[i] > 0.f ? x[i] : 0.f; }
+""")
+'''
+
+CHEATS = {
+    "mutates_input": (KERNEL + '''
+class ModelNew(nn.Module):
+    def forward(self, x):
+        lib.relu_inplace(x, x.numel())
+        return x.view(x.shape)
+''', Verdict.HACK, "inputs_modified"),
+    "returns_alias": (KERNEL + '''
+class ModelNew(nn.Module):
+    def forward(self, x):
+        y = x.view(-1)
+        return y.view(x.shape)
+''', Verdict.HACK, "kernel_not_called"),
+    "constant_output": (KERNEL + '''
+class ModelNew(nn.Module):
+    def forward(self, x):
+        y = torch.empty_like(x)
+        lib.relu(torch.full_like(x, 0.5), y, x.numel())
+        return y
+''', Verdict.INCORRECT, "incorrect"),
+    "stale_memory": (KERNEL + '''
+class ModelNew(nn.Module):
+    def forward(self, x):
+        y = torch.empty_like(x)
+        lib.relu(y, y, 0)
+        return y
+''', Verdict.INCORRECT, "incorrect"),
+    "cache_by_shape": (KERNEL + '''
+_cache = {}
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        key = tuple(x.shape)
+        if key not in _cache:
+            y = torch.empty_like(x)
+            lib.relu(x.contiguous(), y, x.numel())
+            _cache[key] = y
+        return _cache[key]
+''', Verdict.HACK, "kernel_not_called"),
+    "stateful_self_cache": (KERNEL + '''
+class ModelNew(nn.Module):
+    def forward(self, x):
+        y = torch.empty_like(x)
+        lib.relu(x.contiguous(), y, x.numel())
+        self.last = y
+        return y
+''', Verdict.HACK, "stateful_forward"),
+    "inherits_model": ('''
+import torch.nn as nn
+from kernelgym.kernels import load_cpp
+lib = load_cpp("extern \\"C\\" void f() {}")
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x.relu()
+
+class ModelNew(Model):
+    pass
+''', Verdict.HACK, "inherits_reference"),
+    "patches_allclose": (KERNEL + '''
+torch.allclose = lambda *a, **k: True
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        y = torch.empty_like(x)
+        lib.relu(x, y, 0)
+        return y
+''', Verdict.HACK, "patching"),
+    "background_thread": (KERNEL + '''
+import threading
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        y = torch.empty_like(x)
+        threading.Thread(target=lib.relu, args=(x, y, x.numel())).start()
+        return y
+''', Verdict.HACK, "forbidden_import"),
+    "half_precision": (KERNEL + '''
+class ModelNew(nn.Module):
+    def forward(self, x):
+        y = torch.empty_like(x)
+        lib.relu(x.contiguous(), y, x.numel())
+        return y.half().float()
+''', Verdict.HACK, "precision_downgrade"),
+}
+
+
+@pytest.fixture(scope="module")
+def relu():
+    return bundled().get("L1/1_ReLU")
+
+
+@pytest.mark.parametrize("name", sorted(CHEATS))
+def test_cheats_get_no_credit(pool, relu, name):
+    source, verdict, reason = CHEATS[name]
+    result = pool.evaluate(relu, source, backend="cpp")
+    assert result.verdict is verdict, (result.reasons, result.output_tail[-500:])
+    assert any(r.startswith(reason) for r in result.reasons), result.reasons
+    assert result.speedup is None and result.verified_speedup is None
+
+
+@pytest.mark.parametrize("cheat", cheats("cpp"), ids=lambda c: c.cheat)
+def test_bundled_cheats_are_rejected(pool, cheat):
+    result = pool.evaluate(bundled().get(cheat.task_id), cheat.source, backend="cpp")
+    assert result.verdict in (Verdict.HACK, Verdict.INCORRECT), result.reasons
+    assert result.speedup is None
+
+
+@pytest.mark.parametrize("example", examples("cpp"), ids=lambda e: e.task_id)
+def test_bundled_cpp_examples_are_ok(pool, example):
+    """False-rejection rate over the honest examples: zero."""
+    result = pool.evaluate(bundled().get(example.task_id), example.source, backend="cpp")
+    assert result.verdict is Verdict.OK, (result.reasons, result.output_tail[-1000:])
+    assert result.timing.available and result.speedup is not None and result.timing.speedup_ci_low <= result.speedup
+    assert result.profile.coverage is not None
+
+
+def test_hidden_seeds_differ_between_evaluations(pool, relu):
+    """Two evaluations of the same wrong solution fail at different first mismatches (fresh inputs)."""
+    source = CHEATS["constant_output"][0]
+    first = pool.evaluate(relu, source, backend="cpp").correctness.trials[0]
+    second = pool.evaluate(relu, source, backend="cpp").correctness.trials[0]
+    assert first.max_abs_diff != second.max_abs_diff
+
+
+def test_result_round_trips_through_a_dict(pool, relu):
+    from kernelgym.evaluation.result import EvalResult
+
+    result = pool.evaluate(relu, examples("cpp")[0].source, backend="cpp")
+    again = EvalResult.from_dict(result.to_dict())
+    assert again.verdict is result.verdict and again.speedup == result.speedup
+    assert again.to_feedback() == result.to_feedback()
