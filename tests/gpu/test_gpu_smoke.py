@@ -1,0 +1,86 @@
+"""On a real GPU: the triton and cuda examples are judged ok with a speedup; faults end with the right verdict."""
+
+import pytest
+
+from kernelgym.evaluation.result import Verdict
+from kernelgym.solutions import examples
+from kernelgym.tasks import bundled
+
+pytestmark = pytest.mark.gpu
+
+ILLEGAL_ACCESS = '''
+import torch
+import torch.nn as nn
+from kernelgym.kernels import load_cuda
+
+lib = load_cuda(r"""
+#include <cstdint>
+__global__ void bad(float* y, int64_t n) { float* p = (float*)0x10; p[threadIdx.x] = y[0]; }
+extern "C" void relu(const float* x, float* y, int64_t n) { bad<<<1, 32>>>(y, n); }
+""")
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        y = torch.empty_like(x)
+        lib.relu(x, y, x.numel())
+        return y
+'''
+
+STREAM_CHEAT = '''
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+@triton.jit
+def relu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    o = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = o < n
+    tl.store(y_ptr + o, tl.maximum(tl.load(x_ptr + o, mask=m), 0.0), mask=m)
+
+side = getattr(torch.cuda, "Str" + "eam")()
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        y = torch.empty_like(x)
+        with getattr(torch.cuda, "str" + "eam")(side):
+            relu_kernel[(triton.cdiv(x.numel(), 4096),)](x, y, x.numel(), BLOCK=4096)
+        return y
+'''
+
+
+@pytest.fixture(scope="module")
+def gpu_pool():
+    import torch
+
+    from kernelgym.workers.pool import EvalPool
+
+    if not torch.cuda.is_available():
+        pytest.fail("the gpu tests need a CUDA GPU")
+    with EvalPool(workers=2) as pool:
+        yield pool
+
+
+@pytest.mark.parametrize("backend", ["triton", "cuda"])
+def test_examples_ok_on_gpu(gpu_pool, backend):
+    for example in examples(backend):
+        result = gpu_pool.evaluate(bundled().get(example.task_id), example.source, backend=backend, size="gpu")
+        print(example.task_id, backend, result.verdict, result.speedup, result.reasons, result.wall_s, result.build)
+        assert result.verdict is Verdict.OK, (result.reasons, result.output_tail[-2000:])
+        assert result.speedup is not None and result.speedup > 0.5
+
+
+def test_illegal_memory_access_is_a_crash_and_the_next_evaluation_is_fine(gpu_pool):
+    task = bundled().get("L1/1_ReLU")
+    result = gpu_pool.evaluate(task, ILLEGAL_ACCESS, backend="cuda", size="gpu", timeout_s=30)
+    print(result.verdict, result.reasons)
+    assert result.verdict is Verdict.CRASH
+    good = examples("cuda")[0]
+    assert gpu_pool.evaluate(task, good.source, backend="cuda", size="gpu").verdict is Verdict.OK
+
+
+def test_side_stream_gets_no_false_speedup(gpu_pool):
+    task = bundled().get("L1/1_ReLU")
+    result = gpu_pool.evaluate(task, STREAM_CHEAT, backend="triton", size="gpu")
+    print(result.verdict, result.reasons, result.speedup)
+    assert result.verdict in (Verdict.HACK, Verdict.INCORRECT) or (result.speedup or 0) < 1.5
