@@ -181,6 +181,7 @@ class Pipeline:
         started = time.monotonic()
         result = EvalResult(task_id=job.task_id, backend=job.backend, size=job.size, verdict=Verdict.OK)
         eval_dir = tempfile.mkdtemp(prefix="eval-", dir=self.work_root)
+        os.chmod(eval_dir, 0o711)  # an unprivileged candidate must reach its own folder inside, not list others
         try:
             self._stages(job, result, eval_dir)
         except _Outcome as outcome:

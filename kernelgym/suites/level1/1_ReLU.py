@@ -12,8 +12,8 @@ class Model(nn.Module):
         return torch.relu(x)
 
 
-batch_size = 8192
-dim = 32768
+batch_size = 4096
+dim = 16384
 
 
 def get_inputs():

@@ -1,0 +1,80 @@
+"""EnvConfig: every knob of a kernel environment, checked once when the environment is built."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kernelgym.envs.parsing import DONE_MARKER
+from kernelgym.envs.spaces import MAX_TEXT
+from kernelgym.errors import ConfigError
+
+SAMPLING = ("random", "sequential")
+ANSWER_FORMATS = ("reply", "tool")
+
+
+@dataclass
+class EnvConfig:
+    # Where tasks come from: "bundled", "kernelbench", "hf" or a path (see kernelgym.tasks.load_suite).
+    suite: str = "bundled"
+    level: int | None = None
+    kernelbench_root: str | None = None  # else $KERNELBENCH_ROOT, else a cached HF dataset
+    # Task selection, applied in this order: ids, then the filter (TaskSet.filter kwargs or a predicate).
+    task_ids: Sequence[str] | None = None
+    task_filter: dict[str, Any] | Callable[[Any], bool] | None = None
+    sampling: str = "random"  # "random": drawn from the env's RNG; "sequential": in order, cycling
+    seed: int | None = None  # used by the first reset() that is given no seed
+    # How solutions are judged.
+    backend: str | None = None  # None: "cpp" without a GPU, else "triton"
+    size: str = "auto"  # "cpu", "gpu", or "auto" (cpu when torch.cuda.is_available() is False)
+    device: str = "auto"  # "cpu", "cuda" or "auto": where candidates run (decides the defaults above)
+    pool: Any = None  # a shared EvalPool; None: the process's default pool, created on first evaluation
+    profile: bool = True
+    eval_options: dict[str, Any] = field(default_factory=dict)  # more EvalOptions (timing_trials, timeout_s, ...)
+    # The episode.
+    max_turns: int = 4
+    reward: str | Callable[..., float] = "speedup"
+    reward_kwargs: dict[str, Any] = field(default_factory=dict)
+    target_speedup: float | None = None  # terminate once a verified speedup reaches this
+    done_marker: str = DONE_MARKER
+    answer_format: str = "reply"  # "reply" (fenced code in the reply) or "tool" (TRL's submit_kernel)
+    # What the agent sees and what is kept.
+    max_feedback_chars: int = 4000
+    max_text_chars: int = MAX_TEXT
+    trajectory_path: str | None = None
+    render_mode: str | None = None
+
+    @classmethod
+    def from_kwargs(cls, config: EnvConfig | None = None, **kwargs: Any) -> EnvConfig:
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(kwargs) - known
+        if unknown:
+            raise ConfigError(f"unknown environment option(s) {sorted(unknown)}; known: {sorted(known)}")
+        base = dataclasses.replace(config) if config is not None else cls()
+        result = dataclasses.replace(base, **kwargs)
+        result.validate()
+        return result
+
+    def validate(self) -> None:
+        if not isinstance(self.max_turns, int) or self.max_turns < 1:
+            raise ConfigError(f"max_turns must be a positive integer, not {self.max_turns!r}")
+        if self.size not in ("auto", "cpu", "gpu"):
+            raise ConfigError(f"size must be 'auto', 'cpu' or 'gpu', not {self.size!r}")
+        if self.device not in ("auto", "cpu", "cuda"):
+            raise ConfigError(f"device must be 'auto', 'cpu' or 'cuda', not {self.device!r} (the pool picks the GPU)")
+        if self.sampling not in SAMPLING:
+            raise ConfigError(f"sampling must be one of {SAMPLING}, not {self.sampling!r}")
+        if self.answer_format not in ANSWER_FORMATS:
+            raise ConfigError(f"answer_format must be one of {ANSWER_FORMATS}, not {self.answer_format!r}")
+        if self.render_mode not in (None, "ansi"):
+            raise ConfigError(f"render_mode must be None or 'ansi', not {self.render_mode!r}")
+        if self.target_speedup is not None and self.target_speedup <= 0:
+            raise ConfigError("target_speedup must be positive")
+        if self.max_feedback_chars < 100 or self.max_text_chars < 1000:
+            raise ConfigError("max_feedback_chars must be >= 100 and max_text_chars >= 1000")
+        if "size" in self.eval_options:
+            raise ConfigError("set the size with size=..., not in eval_options")
+        if isinstance(self.task_ids, str):
+            self.task_ids = [self.task_ids]

@@ -1,0 +1,98 @@
+"""The task statement the agent reads: reference module, backend contract, hardware, turns left."""
+
+from __future__ import annotations
+
+import functools
+import os
+import platform
+import shutil
+import subprocess
+
+from kernelgym.envs.parsing import DONE_MARKER
+
+
+@functools.lru_cache(maxsize=None)
+def cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown CPU"
+
+
+@functools.lru_cache(maxsize=None)
+def gpu_name() -> str:
+    # nvidia-smi rather than torch.cuda: initializing CUDA here would break vector envs that fork later.
+    exe = shutil.which("nvidia-smi")
+    if exe:
+        try:
+            out = subprocess.run([exe, "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
+                                 text=True, timeout=10)
+            names = [n.strip() for n in out.stdout.splitlines() if n.strip()]
+            if names:
+                return names[0]
+        except (OSError, subprocess.SubprocessError):
+            pass
+    return "an NVIDIA GPU"
+
+
+def hardware_summary(device: str, threads: int = 1) -> str:
+    if device == "cuda":
+        return (f"Hardware: {gpu_name()} (CUDA). Timing runs each side on the GPU with the L2 cache flushed and "
+                "the device synchronized.")
+    cores = os.cpu_count() or 1
+    return (f"Hardware: {cpu_name()} ({platform.machine()}, {cores} cores). Timing runs on the CPU with "
+            f"{threads} thread(s) for both the reference and your solution.")
+
+
+def build_prompt(
+    *,
+    task_id: str,
+    task_name: str,
+    level: int,
+    category: str,
+    reference: str,
+    size: str,
+    backend: str,
+    contract: str,
+    hardware: str,
+    turns_left: int,
+    max_turns: int,
+    answer_format: str = "reply",
+    done_marker: str = DONE_MARKER,
+    target_speedup: float | None = None,
+) -> str:
+    """One string; only the turns-left line changes between turns (so a prompt cache can reuse the rest)."""
+    if answer_format == "tool":
+        how = ("Submit each attempt by calling the `submit_kernel` tool with the whole module source as `code`; "
+               "its answer is the judge's feedback. Stop calling it when you are done.")
+    else:
+        how = (f"Answer each turn with the whole module in one ```python block; the judge's feedback comes back "
+               f"as the next message. When you cannot improve further, reply with just {done_marker}.")
+    goal = (f" The episode ends early once a verified speedup of {target_speedup:g}x is reached."
+            if target_speedup else "")
+    return "\n".join([
+        f"Task: {task_id} (KernelBench level {level}, {category}; problem size '{size}').",
+        f"Write a faster `ModelNew` for the reference PyTorch module `Model` ({task_name}) using the "
+        f"'{backend}' backend.",
+        "",
+        "Reference module:",
+        "```python",
+        reference.rstrip("\n"),
+        "```",
+        "",
+        "Solution rules:",
+        contract.rstrip("\n"),
+        "",
+        hardware,
+        "",
+        "The judge builds your module in an isolated process, checks it against the reference on fresh hidden "
+        "inputs (a wrong output, a crash or a rule violation earns nothing), then times both: only a speedup "
+        f"that is statistically verified is rewarded.{goal}",
+        how,
+        "",
+        f"Turns left: {turns_left} of {max_turns}.",
+    ])
