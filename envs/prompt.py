@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import functools
 import os
 import platform
@@ -37,6 +38,20 @@ def gpu_name() -> str:
         except (OSError, subprocess.SubprocessError):
             pass
     return "an NVIDIA GPU"
+
+
+def reference_for_prompt(source: str) -> str:
+    """The module as the judge runs it, minus kernelgym's `KERNELGYM = {...}` metadata (noise to the agent)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source
+    lines = source.splitlines()
+    for node in reversed(tree.body):
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                and node.targets[0].id == "KERNELGYM" and node.end_lineno is not None):
+            del lines[node.lineno - 1:node.end_lineno]
+    return "\n".join(lines).rstrip("\n")
 
 
 def hardware_summary(device: str, threads: int = 1) -> str:
@@ -81,7 +96,7 @@ def build_prompt(
         "",
         "Reference module:",
         "```python",
-        reference.rstrip("\n"),
+        reference_for_prompt(reference),
         "```",
         "",
         "Solution rules:",

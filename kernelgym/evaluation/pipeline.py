@@ -17,15 +17,16 @@ from dataclasses import dataclass, field
 
 import kernelgym.kernels as kernels
 from kernelgym import backends
-from kernelgym.evaluation.compare import compare_trial, tolerance
+from kernelgym.evaluation.compare import tolerance
 from kernelgym.evaluation.options import EvalOptions
 from kernelgym.evaluation.result import (
-    BuildResult, CorrectnessResult, EvalResult, LoadResult, ProfileResult, StaticResult, TimingResult, Verdict,
+    BuildResult, CorrectnessResult, EvalResult, LoadResult, ProfileResult, StaticResult, TimingResult, TrialResult,
+    Verdict,
 )
 from kernelgym.evaluation.static import static_check
 from kernelgym.evaluation.timing import TimingConfig, speedup_interval, stats
 from kernelgym.workers import protocol
-from kernelgym.workers.child import ChildJob, run_candidate, run_reference
+from kernelgym.workers.child import INPUT_SETS_FOR_TIMING, ChildJob, run_candidate, run_reference
 from kernelgym.workers.sandbox import SandboxConfig, enter
 
 OUTPUT_TAIL_BYTES = 4000
@@ -201,8 +202,11 @@ class Pipeline:
         device, mode = self._placement(backend)
         atol, rtol = tolerance(job.dtype, job.atol, job.rtol)
         child_job = self._child_job(job, device, mode)
-        expected = self._reference(child_job, eval_dir, options)
-        self._candidate(job, child_job, expected, result, eval_dir, atol, rtol, mode)
+        judge = self._start_reference(child_job, eval_dir, options)
+        try:
+            self._candidate(job, child_job, _Judge(judge, atol, rtol, options.timeout_s), result, eval_dir, mode)
+        finally:
+            judge.close()
 
     def _placement(self, backend: backends.Backend) -> tuple[str, str]:
         if backend.device == "cuda" and self.has_gpu:
@@ -226,36 +230,34 @@ class Pipeline:
         )
 
     # reference -------------------------------------------------------------------------------------------
-    def _reference(self, child_job: ChildJob, eval_dir: str, options: EvalOptions) -> list[list]:
+    def _start_reference(self, child_job: ChildJob, eval_dir: str, options: EvalOptions) -> _Child:
         ref_dir = os.path.join(eval_dir, "reference")
         os.mkdir(ref_dir)
         child = _Child(run_reference, child_job, ref_dir, self.sandbox, child_job.device == "cuda")
-        deadline = time.monotonic() + options.timeout_s + 30
-        expected: list[list] = []
+        deadline = time.monotonic() + options.timeout_s + 60
         try:
             child.recv(deadline)  # hello
-            while True:
-                kind, meta, blobs = child.recv(deadline)
-                if kind == "expected":
-                    expected.append([protocol.tensor_from_wire(m, b) for m, b in zip(meta["outputs"], blobs)])
-                elif kind == "error":
-                    raise _Outcome(Verdict.RUNTIME_ERROR, f"reference_failed: the task's reference raised {meta['message'][:300]}")
-                else:
-                    return expected
+            kind, meta, _ = child.recv(deadline)
+            if kind == "error":
+                raise _Outcome(Verdict.RUNTIME_ERROR, f"reference_failed: the task's reference raised {meta['message'][:300]}")
+            return child
         except TimeoutError:
+            child.close()
             raise _Outcome(Verdict.TIMEOUT, "reference_timeout: the task's reference ran past its limit") from None
         except _Died:
-            raise _Outcome(Verdict.CRASH, f"reference_crashed: {child.death()}") from None
-        finally:
             child.close()
+            raise _Outcome(Verdict.CRASH, f"reference_crashed: {child.death()}") from None
+        except _Outcome:
+            child.close()
+            raise
 
     # candidate -------------------------------------------------------------------------------------------
-    def _candidate(self, job, child_job, expected, result, eval_dir, atol, rtol, mode) -> None:
+    def _candidate(self, job, child_job, judge, result, eval_dir, mode) -> None:
         options = job.options
         cand_dir = os.path.join(eval_dir, "candidate")
         os.mkdir(cand_dir)
         child = _Child(run_candidate, child_job, cand_dir, self.sandbox, child_job.device == "cuda")
-        session = _Session(self, child, job, child_job, expected, result, atol, rtol, mode)
+        session = _Session(self, child, job, child_job, judge, result, mode)
         try:
             session.converse(options)
         except TimeoutError:
@@ -274,12 +276,31 @@ def _static_verdict(static: StaticResult) -> Verdict:
     return Verdict.HACK
 
 
+class _Judge:
+    """The reference process, which holds the expected outputs and compares candidate outputs with them."""
+
+    def __init__(self, child: _Child, atol: float, rtol: float, timeout_s: float):
+        self.child, self.atol, self.rtol, self.timeout_s = child, atol, rtol, timeout_s
+
+    def compare(self, trial: int, meta: dict, blobs: list[bytes]) -> TrialResult:
+        outputs = meta.get("outputs", [])
+        if not isinstance(outputs, list) or len(outputs) != len(blobs):
+            return TrialResult(trial, False, False, "malformed outputs message")
+        try:
+            protocol.send(self.child.sock, "compare", {"trial": trial, "outputs": outputs, "atol": self.atol,
+                                                       "rtol": self.rtol}, blobs)
+            kind, data, _ = self.child.recv(time.monotonic() + self.timeout_s + 60)
+        except (TimeoutError, _Died, OSError):
+            raise _Outcome(Verdict.CRASH, "judge_failed: the reference process did not answer a comparison") from None
+        return TrialResult(**data)
+
+
 class _Session:
     """The conversation with one candidate process, stage by stage."""
 
-    def __init__(self, pipeline, child, job, child_job, expected, result, atol, rtol, mode):
+    def __init__(self, pipeline, child, job, child_job, judge, result, mode):
         self.pipeline, self.child, self.job, self.child_job = pipeline, child, job, child_job
-        self.expected, self.result, self.atol, self.rtol, self.mode = expected, result, atol, rtol, mode
+        self.judge, self.result, self.mode = judge, result, mode
         self.stage = "start"
         self.build_s = 0.0
         self.cached = True
@@ -362,15 +383,9 @@ class _Session:
             self._profile(meta, options)
         self.next()  # done
 
-    def _receive_outputs(self, meta: dict, blobs: list[bytes]) -> list:
-        outs = []
-        for m, b in zip(meta.get("outputs", []), blobs):
-            outs.append(m["error"] if "error" in m else protocol.tensor_from_wire(m, b))
-        return outs
-
     def _correctness(self) -> None:
         job = self.child_job
-        result = CorrectnessResult(passed=False, atol=self.atol, rtol=self.rtol)
+        result = CorrectnessResult(passed=False, atol=self.judge.atol, rtol=self.judge.rtol)
         self.result.correctness = result
         for i in range(len(job.trial_seeds)):
             kind, meta, blobs = self.next()
@@ -378,7 +393,7 @@ class _Session:
                 raise _Outcome(Verdict.CRASH, f"protocol: unexpected {kind!r} during correctness")
             facts = meta.get("facts", {})
             self._integrity(facts)
-            trial = compare_trial(i, job.perturbed[i], self.expected[i], self._receive_outputs(meta, blobs), self.atol, self.rtol)
+            trial = self.judge.compare(i, meta, blobs)
             result.trials.append(trial)
             if not trial.passed:
                 raise _Outcome(Verdict.INCORRECT, f"incorrect: trial {i + 1}{' (perturbed inputs)' if trial.perturbed else ''}: {trial.message}")
@@ -419,9 +434,9 @@ class _Session:
         )
         timing.verified = low > options.threshold and not any(r.startswith("not_reproduced") for r in self.result.reasons)
         self.result.timing = timing
-        for k in range(min(len(self.expected), 3)):
+        for k in range(min(len(self.child_job.trial_seeds), INPUT_SETS_FOR_TIMING)):
             kind, meta, blobs = self.next()
-            trial = compare_trial(k, self.child_job.perturbed[k], self.expected[k], self._receive_outputs(meta, blobs), self.atol, self.rtol)
+            trial = self.judge.compare(k, meta, blobs)
             if not trial.passed:
                 timing.verified = False
                 raise _Outcome(Verdict.HACK, f"outputs_changed: after timing, forward returned wrong outputs ({trial.message})")

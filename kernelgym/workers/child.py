@@ -67,7 +67,9 @@ def load_module(source: str, name: str, path: str | None = None) -> types.Module
 
 def make_inputs(task_module, seed: int, perturbed: bool, perturb: str, dtype: torch.dtype, device: str) -> list:
     torch.manual_seed(seed)
-    inputs = list(task_module.get_inputs())
+    # Factories inside get_inputs() allocate on the run's device: no host-side generation and copy of GBs.
+    with torch.device(device):
+        inputs = list(task_module.get_inputs())
     if perturbed and perturb != "none":
         gen = torch.Generator().manual_seed(seed ^ 0x5EED)
         scale = float(torch.empty(()).uniform_(1.5, 4.0, generator=gen))
@@ -113,22 +115,46 @@ def _as_list(out) -> list:
 # the reference runner -------------------------------------------------------------------------------------
 
 def run_reference(job: ChildJob, sock: socket.socket) -> None:
+    """Compute the expected outputs, then judge candidate outputs sent by the trusted worker, on the device.
+
+    The expected outputs never leave this process; comparisons run here, next to them (on the GPU when the
+    task runs there), so large outputs are not copied to the host.
+    """
+    from dataclasses import asdict
+
+    from kernelgym.evaluation.compare import compare_trial
+
     dtype = getattr(torch, job.dtype)
     torch.set_num_threads(job.threads)
     try:
         task = load_module(job.task_source, "kernelgym_task")
         model = build_model(task.Model, task, job.init_seed, dtype, job.device)
+        expected = []
         with torch.no_grad():
-            for i, (seed, perturbed) in enumerate(zip(job.trial_seeds, job.perturbed)):
+            for seed, perturbed in zip(job.trial_seeds, job.perturbed):
                 inputs = make_inputs(task, seed, perturbed, job.perturb, dtype, job.device)
-                out = model(*inputs)
+                expected.append([o for o in _as_list(model(*inputs))])
                 _sync(job.device)
-                metas, blobs = protocol.outputs_to_wire(out)
-                protocol.send(sock, "expected", {"trial": i, "outputs": metas}, blobs)
+        bad = [type(o).__name__ for outs in expected for o in outs if not isinstance(o, torch.Tensor)]
+        if bad:
+            raise TypeError(f"the reference returned non-tensor outputs ({', '.join(bad)})")
     except BaseException as exc:  # the task itself is broken: report it, the trusted side decides
         protocol.send(sock, "error", error_meta("reference", exc))
         return
-    protocol.send(sock, "done")
+    protocol.send(sock, "ready", {"outputs": [len(e) for e in expected]})
+    while True:
+        kind, meta, blobs = protocol.recv(sock)
+        if kind != "compare":
+            return
+        trial = int(meta["trial"])
+        try:
+            actual = [m["error"] if "error" in m else protocol.tensor_from_wire(m, b).to(job.device)
+                      for m, b in zip(meta["outputs"], blobs)]
+            result = compare_trial(trial, job.perturbed[trial], expected[trial], actual, meta["atol"], meta["rtol"])
+            protocol.send(sock, "compared", asdict(result))
+        except protocol.ProtocolError as exc:
+            protocol.send(sock, "compared", {"index": trial, "perturbed": job.perturbed[trial], "passed": False,
+                                             "message": f"malformed output: {exc}"})
 
 
 # the candidate runner -------------------------------------------------------------------------------------

@@ -1,0 +1,30 @@
+"""kernelgym.envs: the Gymnasium environments (ids registered by `import kernelgym`).
+
+Light to import: the environment class and the TRL adapter load on first use.
+"""
+
+from __future__ import annotations
+
+from kernelgym.envs.registration import env_ids, register_envs
+
+_LAZY = {
+    "KernelEnv": "kernelgym.envs.kernel_env",
+    "make_kernel_env": "kernelgym.envs.kernel_env",
+    "shared_pool": "kernelgym.envs.kernel_env",
+    "EnvConfig": "kernelgym.envs.config",
+    "parse_reply": "kernelgym.envs.parsing",
+    "read_episodes": "kernelgym.envs.trajectory",
+    "KernelToolEnv": "kernelgym.envs.trl_adapter",
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'kernelgym.envs' has no attribute {name!r}")
+
+
+__all__ = ["EnvConfig", "KernelEnv", "KernelToolEnv", "env_ids", "make_kernel_env", "parse_reply", "read_episodes",
+           "register_envs", "shared_pool"]

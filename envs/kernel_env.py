@@ -1,0 +1,369 @@
+"""KernelEnv: one task per episode; each step is a reply, judged in an isolated worker.
+
+reset() picks a task (from the env's seeded RNG, or `options={"task_id": ...}`) and shows its statement.
+step(reply) takes the reply's last Python code block as the solution, evaluates it on the shared pool and
+returns the judge's feedback, the reward and the whole result in `info`. Nothing the reply contains can
+raise: no code, garbage and cheats are failed turns. Truncation at `max_turns` is gymnasium's TimeLimit,
+applied by `make_kernel_env` (the registered entry point) so that `gym.make(id, max_turns=N)` sets it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import gymnasium as gym
+from gymnasium import logger
+from gymnasium.wrappers import TimeLimit
+
+from kernelgym import backends
+from kernelgym.envs.config import EnvConfig
+from kernelgym.envs.parsing import parse_reply
+from kernelgym.envs.prompt import build_prompt, hardware_summary
+from kernelgym.envs.spaces import action_space, fit_text, observation_space, speedup_array
+from kernelgym.envs.trajectory import TrajectoryWriter
+from kernelgym.errors import ConfigError, KernelGymError, SuiteUnavailableError
+from kernelgym.evaluation.options import EvalOptions
+from kernelgym.evaluation.result import EvalResult, Verdict
+from kernelgym.rewards import EpisodeState, get_reward
+from kernelgym.tasks import Task, TaskSet, from_hf_dataset, kernelbench, load_suite
+
+
+# The process-wide pool ------------------------------------------------------------------------------------
+
+def shared_pool():
+    """This process's default evaluation pool (every env of the process shares it)."""
+    from kernelgym.evaluation import default_pool
+
+    return default_pool()
+
+
+def _forget_inherited_pool() -> None:
+    # A forked child (AsyncVectorEnv's workers) inherits the parent's default pool object, whose sockets
+    # lead to the parent's worker processes: using it would interleave two processes on one connection.
+    # The child must start its own pool, so drop the inherited one (and a lock that may have been held).
+    module = sys.modules.get("kernelgym.evaluation")
+    if module is not None and getattr(module, "_default_pool", None) is not None:
+        module._default_pool = None
+        if hasattr(module, "_default_lock"):
+            module._default_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_inherited_pool)
+
+
+def cuda_available() -> bool:
+    try:
+        import torch
+
+        return bool(torch.cuda.is_available())
+    except Exception:  # a broken driver is "no GPU" for choosing defaults
+        return False
+
+
+# Tasks -------------------------------------------------------------------------------------------------------
+
+def _hf_dataset_cached() -> bool:
+    home = os.environ.get("HF_HOME", os.path.join(os.path.expanduser("~"), ".cache", "huggingface"))
+    hub = os.environ.get("HF_HUB_CACHE", os.path.join(home, "hub"))
+    data = os.environ.get("HF_DATASETS_CACHE", os.path.join(home, "datasets"))
+    candidates = [os.path.join(hub, "datasets--ScalingIntelligence--KernelBench"),
+                  os.path.join(data, "ScalingIntelligence___kernel_bench")]
+    return any(os.path.isdir(p) for p in candidates)
+
+
+def _kernelbench_tasks(config: EnvConfig) -> list[Task]:
+    """A checkout (kwarg, then $KERNELBENCH_ROOT), else the HF dataset if it is in the local cache."""
+    try:
+        return list(kernelbench(config.kernelbench_root, config.level))
+    except SuiteUnavailableError as missing:
+        if config.kernelbench_root is None and _hf_dataset_cached():
+            try:
+                return list(from_hf_dataset(level=config.level))
+            except SuiteUnavailableError:
+                pass
+        raise missing from None
+
+
+def select_tasks(config: EnvConfig, tasks: TaskSet | Iterable[Task] | None = None) -> list[Task]:
+    """The tasks an environment samples from, read now so that a missing suite fails at construction."""
+    if tasks is not None:
+        found = list(tasks)
+    elif config.suite == "kernelbench":
+        found = _kernelbench_tasks(config)
+    else:
+        found = list(load_suite(config.suite, level=config.level, kernelbench_root=config.kernelbench_root))
+    if config.level is not None:
+        found = [t for t in found if t.level == config.level]
+    if not found:
+        where = config.suite if tasks is None else "the given tasks"
+        raise SuiteUnavailableError(f"no tasks in {where}" + (f" at level {config.level}" if config.level else ""))
+    chosen = TaskSet.of(found, config.suite)
+    if config.task_ids:
+        chosen = chosen.filter(ids=config.task_ids)
+    if callable(config.task_filter):
+        chosen = chosen.filter(config.task_filter)
+    elif isinstance(config.task_filter, dict):
+        chosen = chosen.filter(**config.task_filter)
+    elif config.task_filter is not None:
+        raise ConfigError("task_filter must be a dict of TaskSet.filter arguments or a predicate")
+    selected = list(chosen)
+    if not selected:
+        raise ConfigError(f"no task matches task_ids={config.task_ids!r}, task_filter={config.task_filter!r} "
+                          f"among {len(found)} tasks (e.g. {found[0].id})")
+    return selected
+
+
+# The environment -----------------------------------------------------------------------------------------
+
+@dataclass
+class _Episode:
+    id: str
+    task: Task
+    size: str
+    seed: int | None
+    turn: int = 0
+    feedback: str = ""
+    last_speedup: float = 0.0  # measured speedup of the last turn (correct solutions only)
+    last_verified: float = 0.0
+    best: dict[str, Any] | None = None
+    rewards: list[float] = field(default_factory=list)
+    verdicts: list[str] = field(default_factory=list)
+    evaluations: int = 0
+    terminated: bool = False
+
+    @property
+    def best_speedup(self) -> float:
+        return float(self.best["speedup"]) if self.best else 0.0
+
+    @property
+    def best_verified(self) -> float:
+        return float(self.best["verified_speedup"] or 0.0) if self.best else 0.0
+
+
+class KernelEnv(gym.Env):
+    """Multi-turn kernel optimization. Build through `gym.make("KernelGym-L1-v0", ...)`; see EnvConfig."""
+
+    metadata = {"render_modes": ["ansi"], "render_fps": 1}
+
+    def __init__(self, config: EnvConfig | None = None, *, tasks: TaskSet | Iterable[Task] | None = None,
+                 **kwargs: Any):
+        self.config = cfg = EnvConfig.from_kwargs(config, **kwargs)
+        self.render_mode = cfg.render_mode
+        self.tasks = select_tasks(cfg, tasks)
+        gpu = cfg.device != "cpu" and cuda_available()
+        if cfg.device == "cuda" and not gpu:
+            raise ConfigError("device='cuda' but torch sees no CUDA GPU")
+        self.device = "cuda" if gpu else "cpu"
+        self.backend = cfg.backend or ("triton" if gpu else "cpp")
+        self._contract = backends.solution_contract(self.backend)  # raises BackendNotFoundError
+        if backends.get(self.backend).device == "cpu":
+            self.device = "cpu"  # cpp runs on the CPU whatever the machine has
+        # "auto": the gpu size only where candidates really run on a GPU (the cpu size keeps CPU timing short).
+        self.size = cfg.size if cfg.size != "auto" else ("gpu" if self.device == "cuda" else "cpu")
+        self._eval_options = {"profile": cfg.profile, **cfg.eval_options}
+        options = EvalOptions.from_kwargs(**self._eval_options)  # a typo fails here, not mid-episode
+        self._hardware = hardware_summary(self.device, options.threads)
+        self._reward_fn = get_reward(cfg.reward, **cfg.reward_kwargs)
+        self.reward_name = cfg.reward if isinstance(cfg.reward, str) else getattr(cfg.reward, "__name__", "custom")
+        self.observation_space = observation_space(cfg.max_turns, cfg.max_text_chars)
+        self.action_space = action_space(cfg.max_text_chars)
+        self._writer = TrajectoryWriter(cfg.trajectory_path) if cfg.trajectory_path else None
+        self._pool = cfg.pool
+        self._pending_seed = cfg.seed
+        self._cursor = 0
+        self._episode: _Episode | None = None
+        self._closed = False
+
+    # gymnasium API -------------------------------------------------------------------------------------------
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        if seed is None and self._pending_seed is not None:
+            seed, self._pending_seed = self._pending_seed, None
+        super().reset(seed=seed)
+        task = self._choose_task(seed, dict(options or {}))
+        size = self.size if task.has_size(self.size) else "gpu"
+        self._episode = _Episode(id=uuid.uuid4().hex, task=task, size=size, seed=seed)
+        info = {
+            "task_id": task.id, "task": task.summary(), "backend": self.backend, "size": size, "seed": seed,
+            "max_turns": self.config.max_turns, "reward_name": self.reward_name,
+        }
+        return self._observation(), info
+
+    def step(self, action: Any):
+        ep = self._episode
+        if ep is None:
+            raise gym.error.ResetNeeded("call reset() before step()")
+        if ep.terminated or ep.turn >= self.config.max_turns:
+            raise gym.error.ResetNeeded("the episode is over (done, target reached or max_turns); call reset()")
+        prompt_seen, feedback_seen = self._prompt(), ep.feedback
+        reply = action if isinstance(action, str) else _as_text(action)
+        parsed = parse_reply(reply, self.config.done_marker)
+        state = EpisodeState(
+            task_id=ep.task.id, turn=ep.turn + 1, max_turns=self.config.max_turns, best_speedup=ep.best_verified,
+            last_speedup=ep.last_verified, previous_verdicts=tuple(ep.verdicts),
+        )
+        ep.turn += 1
+        result: EvalResult | None
+        if parsed.code is None and parsed.done:
+            result, reward, verdict = None, 0.0, "done"
+            ep.feedback = "Episode finished at your request."
+        elif parsed.code is None:
+            result = EvalResult(ep.task.id, self.backend, ep.size, Verdict.COMPILE_ERROR, [f"no_code: {parsed.problem}"])
+            reward, verdict = float(self._reward_fn(result, state)), "no_code"
+            ep.feedback = f"No solution found: {parsed.problem}."
+        else:
+            result = self._evaluate(ep, parsed.code)
+            ep.evaluations += 1
+            reward, verdict = float(self._reward_fn(result, state)), result.verdict.value
+            ep.feedback = result.to_feedback(self.config.max_feedback_chars)
+        self._record(ep, result, parsed.code)
+        ep.rewards.append(reward)
+        ep.verdicts.append(verdict)
+        target = self.config.target_speedup
+        reached = bool(target and result is not None and (result.verified_speedup or 0.0) >= target)
+        ep.terminated = parsed.done or reached
+        if reached:
+            ep.feedback += f"\nTarget speedup {target:g}x reached: the episode is over."
+        elif parsed.done and result is not None:
+            ep.feedback += "\nEpisode finished at your request."
+        info = self._step_info(ep, result, parsed, verdict)
+        if self._writer is not None:
+            self._write(ep, prompt_seen, feedback_seen, reply, parsed, result, reward, info)
+        return self._observation(), reward, ep.terminated, False, info
+
+    def render(self) -> str | None:
+        if self.render_mode != "ansi":
+            return None
+        ep = self._episode
+        if ep is None:
+            return "KernelEnv: not reset yet\n"
+        lines = [
+            f"[kernelgym] {ep.task.id} | backend {self.backend} | size {ep.size} | reward {self.reward_name}",
+            f"turn {ep.turn}/{self.config.max_turns} | last {ep.verdicts[-1] if ep.verdicts else '-'}"
+            f" {ep.last_speedup:.3g}x | best {ep.best_speedup:.3g}x | return {sum(ep.rewards):.3f}",
+        ]
+        if ep.feedback:
+            lines += ["--- feedback ---", ep.feedback]
+        return "\n".join(lines) + "\n"
+
+    def close(self) -> None:
+        # The pool is shared (the caller's or the process's): closing one env must not stop the others.
+        self._closed = True
+        super().close()
+
+    # internals --------------------------------------------------------------------------------------------------
+
+    def _choose_task(self, seed: int | None, options: dict[str, Any]) -> Task:
+        task_id = options.pop("task_id", None)
+        task = options.pop("task", None)
+        if options:
+            raise ConfigError(f"unknown reset option(s) {sorted(options)}; known: task_id, task")
+        if isinstance(task, Task):
+            return task
+        if task_id is not None:
+            return TaskSet.of(self.tasks, "selected tasks").get(str(task_id))
+        if self.config.sampling == "sequential":
+            if seed is not None:
+                self._cursor = seed % len(self.tasks)
+            chosen = self.tasks[self._cursor % len(self.tasks)]
+            self._cursor += 1
+            return chosen
+        return self.tasks[int(self.np_random.integers(len(self.tasks)))]
+
+    def _prompt(self) -> str:
+        ep = self._episode
+        cfg = self.config
+        return build_prompt(
+            task_id=ep.task.id, task_name=ep.task.name, level=ep.task.level, category=ep.task.category,
+            reference=ep.task.source_at(ep.size), size=ep.size, backend=self.backend, contract=self._contract,
+            hardware=self._hardware, turns_left=cfg.max_turns - ep.turn, max_turns=cfg.max_turns,
+            answer_format=cfg.answer_format, done_marker=cfg.done_marker, target_speedup=cfg.target_speedup,
+        )
+
+    def _observation(self) -> dict[str, Any]:
+        ep = self._episode
+        limit = self.config.max_text_chars
+        return {
+            "prompt": fit_text(self._prompt(), limit),
+            "feedback": fit_text(ep.feedback, limit),
+            "turn": int(ep.turn),
+            "last_speedup": speedup_array(ep.last_speedup),
+            "best_speedup": speedup_array(ep.best_speedup),
+        }
+
+    def _evaluate(self, ep: _Episode, code: str) -> EvalResult:
+        pool = self._pool if self._pool is not None else shared_pool()
+        try:
+            return pool.evaluate(ep.task, code, backend=self.backend, size=ep.size, **self._eval_options)
+        except KernelGymError:
+            raise  # a closed pool or a bad option is the caller's mistake, not the agent's
+        except Exception as exc:  # the judge failed: a crashed turn for the agent, a warning for the caller
+            logger.warn(f"kernelgym evaluation failed ({type(exc).__name__}: {exc}); scored as a crash")
+            return EvalResult(ep.task.id, self.backend, ep.size, Verdict.CRASH,
+                              [f"evaluator_error: {type(exc).__name__}: {str(exc)[:300]}"])
+
+    def _record(self, ep: _Episode, result: EvalResult | None, code: str | None) -> None:
+        if result is None:
+            return
+        correct = result.correct
+        measured = result.speedup if correct and result.speedup is not None else 0.0
+        verified = result.verified_speedup if correct and result.verified_speedup is not None else 0.0
+        ep.last_speedup, ep.last_verified = float(measured), float(verified)
+        if correct and (ep.best is None or (verified, measured) > (ep.best_verified, ep.best_speedup)):
+            ep.best = {"source": code, "speedup": float(measured), "verified_speedup": float(verified) or None,
+                       "verified": bool(verified), "turn": ep.turn}
+
+    def _step_info(self, ep: _Episode, result: EvalResult | None, parsed, verdict: str) -> dict[str, Any]:
+        return {
+            "task_id": ep.task.id,
+            "turn": ep.turn,
+            "turns_left": self.config.max_turns - ep.turn,
+            "verdict": verdict,
+            "result": result.to_dict() if result is not None else None,
+            "solution": parsed.code,
+            "reply_parse": parsed.origin,
+            "best": dict(ep.best) if ep.best else None,
+            "episode": {
+                "turns": ep.turn, "rewards": list(ep.rewards), "return": float(sum(ep.rewards)),
+                "verdicts": list(ep.verdicts), "evaluations": ep.evaluations, "best_speedup": ep.best_speedup,
+                "best_verified_speedup": ep.best_verified,
+            },
+        }
+
+    def _write(self, ep, prompt, feedback_before, reply, parsed, result, reward, info) -> None:
+        spec_id = self.spec.id if self.spec is not None else None
+        self._writer.write({
+            "episode_id": ep.id, "env_id": spec_id, "task_id": ep.task.id, "seed": ep.seed, "turn": ep.turn,
+            "max_turns": self.config.max_turns, "backend": self.backend, "size": ep.size,
+            "reward_name": self.reward_name, "prompt": prompt, "feedback_before": feedback_before,
+            "action": reply, "solution": parsed.code, "reply_parse": parsed.origin, "verdict": info["verdict"],
+            "result": info["result"], "feedback": ep.feedback, "reward": reward, "terminated": ep.terminated,
+            "truncated": not ep.terminated and ep.turn >= self.config.max_turns,
+            "best_speedup": ep.best_speedup, "time": time.time(),
+        })
+
+
+def _as_text(action: Any) -> str:
+    if isinstance(action, bytes | bytearray):
+        return bytes(action).decode("utf-8", "replace")
+    if hasattr(action, "item") and getattr(action, "shape", None) == ():  # a numpy string scalar
+        return str(action.item())
+    return "" if action is None else str(action)
+
+
+def make_kernel_env(**kwargs: Any) -> gym.Env:
+    """The registered entry point: a KernelEnv inside gymnasium's TimeLimit(max_turns)."""
+    env = KernelEnv(**kwargs)
+    return TimeLimit(env, max_episode_steps=env.config.max_turns)
+
+
+# gymnasium.make reads the creator's metadata to validate render_mode.
+make_kernel_env.metadata = KernelEnv.metadata

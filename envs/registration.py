@@ -1,0 +1,42 @@
+"""Gymnasium ids for kernelgym. Light on purpose: `import kernelgym` runs this, so no torch and no LLM
+library is imported here; the entry point is a string that gymnasium resolves on `gym.make`.
+
+- KernelBench-L{1,2,3}-v0: the real KernelBench problems (kernelbench_root=..., $KERNELBENCH_ROOT, or the
+  Hugging Face dataset when it is in the local cache); without them `gym.make` fails at once and says how
+  to get them.
+- KernelGym-L{1,2,3}-v0: kernelgym's bundled suite, offline.
+"""
+
+from __future__ import annotations
+
+# Not `import gymnasium`: gymnasium calls register_envs through its plugin entry point while it is still
+# importing itself, and only its registration module is complete at that point.
+from gymnasium.envs.registration import register, registry
+
+ENTRY_POINT = "kernelgym.envs.kernel_env:make_kernel_env"
+LEVELS = (1, 2, 3)
+FAMILIES = {"KernelBench": "kernelbench", "KernelGym": "bundled"}
+
+
+def env_ids() -> list[str]:
+    return [f"{family}-L{level}-v0" for family in FAMILIES for level in LEVELS]
+
+
+def register_envs() -> list[str]:
+    """Register every kernelgym id that is not registered yet; returns the ids (safe to call again)."""
+    for family, suite in FAMILIES.items():
+        for level in LEVELS:
+            env_id = f"{family}-L{level}-v0"
+            if env_id in registry:
+                continue
+            register(
+                id=env_id,
+                entry_point=ENTRY_POINT,
+                kwargs={"suite": suite, "level": level},
+                # The TimeLimit is applied by the entry point from max_turns (default 4), so that
+                # gym.make(id, max_turns=N) changes it; the spec then reports max_episode_steps=N.
+                max_episode_steps=None,
+                # Timings are measured: the same reply can get a slightly different speedup (and reward).
+                nondeterministic=True,
+            )
+    return env_ids()

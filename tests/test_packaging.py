@@ -1,0 +1,38 @@
+"""The distribution maps envs/, agents/ and skill_store/ under kernelgym and lists every package."""
+
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+MAPPED = {"kernelgym": "kernelgym", "kernelgym.envs": "envs", "kernelgym.agents": "agents",
+          "kernelgym.skill_store": "skill_store"}
+
+
+def _declared():
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+
+
+def test_every_package_is_listed():
+    declared = set(_declared()["packages"])
+    found = set()
+    for package, folder in MAPPED.items():
+        for init in (ROOT / folder).rglob("__init__.py"):
+            rel = init.parent.relative_to(ROOT / folder)
+            found.add(".".join([package, *rel.parts]) if rel.parts else package)
+    missing = {p for p in found - declared if not p.startswith("kernelgym.suites")}
+    assert not missing, f"add to [tool.setuptools] packages: {sorted(missing)}"
+
+
+def test_no_generic_top_level_names():
+    setuptools = _declared()
+    assert all(p == "kernelgym" or p.startswith("kernelgym.") for p in setuptools["packages"])
+    assert setuptools["package-dir"] == MAPPED
+
+
+def test_import_kernelgym_stays_light():
+    import subprocess
+    import sys
+
+    code = "import sys, kernelgym; print(sorted(m for m in ('transformers', 'trl', 'openai', 'datasets') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "[]"
