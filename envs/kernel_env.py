@@ -59,6 +59,21 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_inherited_pool)
 
 
+def _make_pools_shareable() -> None:
+    # gymnasium deep-copies env specs (their kwargs hold the pool) and AsyncVectorEnv pickles them; a pool
+    # is a shared resource, so a copy must be the pool itself and an unpickled one the receiving process's
+    # default pool. Stopgap until EvalPool defines these two methods itself.
+    from kernelgym.workers.pool import EvalPool
+
+    if "__deepcopy__" not in EvalPool.__dict__:
+        EvalPool.__deepcopy__ = lambda self, memo: self
+    if "__reduce__" not in EvalPool.__dict__:
+        EvalPool.__reduce__ = lambda self: (shared_pool, ())
+
+
+_make_pools_shareable()
+
+
 def cuda_available() -> bool:
     try:
         import torch

@@ -4,14 +4,21 @@ Gymnasium's default Text charset is 62 alphanumerics, which rejects code; ours i
 (letters, digits, punctuation, whitespace). Text that leaves the environment is first mapped into that set
 (common Unicode punctuation to its ASCII look-alike, anything else to '?'), because vector environments
 copy observations through shared memory by charset index and would fail on an unknown character.
+
+`CodeText` also fixes a gymnasium limitation: AsyncVectorEnv reads its shared-memory observations once, at
+construction, which for Text (decoded into str, not a numpy view) freezes them at the initial zeros. Our
+read returns a live view instead, decoded when accessed or copied, like the numpy views of Box spaces.
 """
 
 from __future__ import annotations
 
 import string
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from gymnasium import spaces
+from gymnasium.vector.utils.shared_memory import read_from_shared_memory
 
 CHARSET = string.printable
 MAX_TEXT = 200_000
@@ -27,8 +34,49 @@ _ASCII_LOOKALIKES = str.maketrans({
 })
 
 
-def text_space(max_length: int = MAX_TEXT) -> spaces.Text:
-    return spaces.Text(max_length=max_length, min_length=0, charset=CHARSET)
+class CodeText(spaces.Text):
+    """gymnasium's Text over `CHARSET`, from empty to `max_length` characters."""
+
+    def __init__(self, max_length: int = MAX_TEXT, *, seed: Any = None):
+        super().__init__(max_length=max_length, min_length=0, charset=CHARSET, seed=seed)
+
+
+class SharedTexts(Sequence):
+    """The strings of one Text field of a vector env's shared memory, decoded on access (a live view)."""
+
+    def __init__(self, space: spaces.Text, shared_memory: Any, n: int):
+        self._data = np.frombuffer(shared_memory.get_obj(), dtype=np.int32).reshape((n, space.max_length))
+        self._size = len(space.character_set)
+        self._lookup = np.frombuffer("".join(space.character_list).encode("ascii"), dtype=np.uint8)
+
+    def _decode(self, row: np.ndarray) -> str:
+        return self._lookup[row[row < self._size]].tobytes().decode("ascii")
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return tuple(self._decode(row) for row in self._data[index])
+        return self._decode(self._data[index])
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __deepcopy__(self, memo) -> tuple[str, ...]:
+        return tuple(self)  # AsyncVectorEnv(copy=True) deep-copies what it returns: a snapshot
+
+    def __eq__(self, other) -> bool:
+        return tuple(self) == (tuple(other) if isinstance(other, Sequence) else other)
+
+    def __repr__(self) -> str:
+        return f"SharedTexts({tuple(s[:40] for s in self)!r})"
+
+
+@read_from_shared_memory.register(CodeText)
+def _read_code_text(space: CodeText, shared_memory: Any, n: int = 1) -> SharedTexts:
+    return SharedTexts(space, shared_memory, n)
+
+
+def text_space(max_length: int = MAX_TEXT) -> CodeText:
+    return CodeText(max_length)
 
 
 def speedup_space() -> spaces.Box:

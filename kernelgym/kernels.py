@@ -63,7 +63,13 @@ class BuildRequest:
 
 
 def cache_root() -> Path:
-    return Path(os.environ.get("KERNELGYM_CACHE", Path.home() / ".cache" / "kernelgym"))
+    """$KERNELGYM_CACHE, else ~/.cache/kernelgym; as root /var/cache/kernelgym, which the unprivileged
+    candidate process can read (root's home usually cannot be entered by other users)."""
+    if os.environ.get("KERNELGYM_CACHE"):
+        return Path(os.environ["KERNELGYM_CACHE"])
+    if os.geteuid() == 0:
+        return Path("/var/cache/kernelgym")
+    return Path.home() / ".cache" / "kernelgym"
 
 
 def _compiler_id(language: str) -> str:
@@ -93,6 +99,7 @@ def compile_request(request: BuildRequest, root: Path | None = None, timeout_s: 
         return library
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=out_dir.parent, prefix=".build-") as tmp:
+        os.chmod(tmp, 0o755)  # readable, not writable, by the unprivileged candidate that loads it
         suffix = ".cu" if request.language == "cuda" else ".cpp"
         src = Path(tmp) / f"kernel{suffix}"
         src.write_text(request.source, encoding="utf-8", errors="surrogatepass")

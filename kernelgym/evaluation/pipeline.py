@@ -202,7 +202,9 @@ class Pipeline:
         device, mode = self._placement(backend)
         atol, rtol = tolerance(job.dtype, job.atol, job.rtol)
         child_job = self._child_job(job, device, mode)
+        started = time.monotonic()
         judge = self._start_reference(child_job, eval_dir, options)
+        result.stage_s["reference"] = round(time.monotonic() - started, 3)
         try:
             self._candidate(job, child_job, _Judge(judge, atol, rtol, options.timeout_s), result, eval_dir, mode)
         finally:
@@ -265,6 +267,7 @@ class Pipeline:
         except _Died:
             raise _Outcome(Verdict.CRASH, f"crash: the candidate's process {child.death()} during {session.stage}") from None
         finally:
+            result.stage_s[session.stage] = round(time.monotonic() - session.stage_started, 3)
             child.close()
             result.output_tail = child.output_tail()
 
@@ -315,8 +318,10 @@ class _Session:
         while True:
             kind, meta, blobs = self.child.recv(self._deadline())
             if kind == "stage":
+                now = time.monotonic()
+                self.result.stage_s[self.stage] = round(now - self.stage_started, 3)
                 self.stage = str(meta.get("name", "?"))
-                self.stage_started = time.monotonic()
+                self.stage_started = now
                 continue
             if kind == "build":
                 self._build(meta)

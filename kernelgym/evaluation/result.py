@@ -123,6 +123,7 @@ class EvalResult:
     profile: ProfileResult | None = None
     output_tail: str = ""  # the candidate's captured stdout/stderr, bounded
     wall_s: float = 0.0
+    stage_s: dict[str, float] = field(default_factory=dict)  # wall seconds per stage, where the time went
 
     @property
     def ok(self) -> bool:
@@ -187,6 +188,7 @@ class EvalResult:
                 **profile, "top_ops": [tuple(op) for op in profile.get("top_ops", [])],
             }),
             output_tail=data.get("output_tail", ""), wall_s=data.get("wall_s", 0.0),
+            stage_s=dict(data.get("stage_s", {})),
         )
 
     def to_feedback(self, max_chars: int = 4000) -> str:

@@ -174,6 +174,9 @@ class _Checker(ast.NodeVisitor):
         dotted = self._resolve(_dotted(node))
         if self.low_precision_forbidden and dotted in LOW_PRECISION_DTYPES:
             self.add("precision_downgrade", node, f"{dotted}: computing below the task's precision")
+        if dotted.startswith(("torch._C", "torch.utils._python_dispatch", "torch.profiler", "torch.autograd.profiler",
+                              "torch._dynamo", "torch.overrides")):
+            self.add("introspection", node, f"{dotted}: torch internals that can blind the judge are off limits")
         if dotted.startswith(("sys.modules", "builtins.")) or node.attr in ("__globals__", "__subclasses__", "f_back", "f_locals", "f_globals", "__builtins__", "__code__"):
             self.add("introspection", node, f"{dotted or node.attr}: reaching into the harness is not allowed")
         self.generic_visit(node)

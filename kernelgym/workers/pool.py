@@ -157,6 +157,12 @@ class EvalPool:
 
         self.cache_root = cache_root()
         self.cache_root.mkdir(parents=True, exist_ok=True)
+        (self.cache_root / "native").mkdir(exist_ok=True)
+        for folder in (self.cache_root, self.cache_root / "native"):
+            try:
+                os.chmod(folder, 0o755)
+            except OSError:
+                pass
         self._idle: queue.Queue[_Worker] = queue.Queue()
         self._workers = [_Worker(i, self) for i in range(n)]
         for worker in self._workers:

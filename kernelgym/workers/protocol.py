@@ -20,14 +20,14 @@ class ProtocolError(Exception):
     """The peer sent something that is not a well-formed message (or hung up)."""
 
 
-def send(sock: socket.socket, kind: str, meta: dict[str, Any] | None = None, blobs: list[bytes] = ()) -> None:
-    header = json.dumps({"kind": kind, "meta": meta or {}, "blobs": [len(b) for b in blobs]}).encode()
+def send(sock: socket.socket, kind: str, meta: dict[str, Any] | None = None, blobs=()) -> None:
+    header = json.dumps({"kind": kind, "meta": meta or {}, "blobs": [memoryview(b).nbytes for b in blobs]}).encode()
     sock.sendall(_LENGTH.pack(len(header)) + header)
     for blob in blobs:
         sock.sendall(blob)
 
 
-def _read_exact(sock: socket.socket, size: int) -> bytes:
+def _read_exact(sock: socket.socket, size: int) -> bytearray:
     buffer = bytearray(size)
     view = memoryview(buffer)
     got = 0
@@ -36,10 +36,10 @@ def _read_exact(sock: socket.socket, size: int) -> bytes:
         if n == 0:
             raise ProtocolError("peer closed the connection")
         got += n
-    return bytes(buffer)
+    return buffer  # no copy: large outputs are hundreds of MB
 
 
-def recv(sock: socket.socket) -> tuple[str, dict[str, Any], list[bytes]]:
+def recv(sock: socket.socket) -> tuple[str, dict[str, Any], list[bytearray]]:
     (length,) = _LENGTH.unpack(_read_exact(sock, _LENGTH.size))
     if length > MAX_HEADER_BYTES:
         raise ProtocolError(f"header of {length} bytes")
@@ -59,7 +59,7 @@ def tensor_to_wire(tensor) -> tuple[dict[str, Any], bytes]:
     import torch
 
     flat = tensor.detach().contiguous().cpu().reshape(-1)
-    data = flat.view(torch.uint8).numpy().tobytes() if flat.numel() else b""
+    data = memoryview(flat.view(torch.uint8).numpy()) if flat.numel() else b""
     return {"dtype": str(tensor.dtype).removeprefix("torch."), "shape": list(tensor.shape)}, data
 
 
@@ -77,7 +77,8 @@ def tensor_from_wire(meta: dict[str, Any], data: bytes):
         raise ProtocolError("tensor bytes do not match its shape")
     if not data:
         return torch.empty(shape, dtype=dtype)
-    return torch.frombuffer(bytearray(data), dtype=torch.uint8).view(dtype).reshape(shape)
+    buffer = data if isinstance(data, bytearray) else bytearray(data)
+    return torch.frombuffer(buffer, dtype=torch.uint8).view(dtype).reshape(shape)
 
 
 def outputs_to_wire(outputs) -> tuple[list[dict[str, Any]], list[bytes]]:

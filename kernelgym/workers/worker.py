@@ -16,7 +16,8 @@ from multiprocessing.connection import Connection
 def _serve(conn: Connection) -> None:
     import torch
 
-    torch.set_num_threads(1)  # comparisons are small; no thread pool may exist when we fork
+    torch.set_num_threads(1)  # no thread pool may exist when we fork
+    _preimport()
     from kernelgym.evaluation.pipeline import Pipeline
     from kernelgym.evaluation.result import EvalResult, Verdict
     from kernelgym.workers import locks
@@ -39,6 +40,21 @@ def _serve(conn: Connection) -> None:
             result = EvalResult(job.task_id, job.backend, job.size, Verdict.CRASH,
                                 [f"internal_error: {type(exc).__name__}: {exc}"], output_tail=traceback.format_exc()[-3000:])
         conn.send(result.to_dict())
+
+
+def _preimport() -> None:
+    """Import once here what every evaluation needs, so each forked process starts with it loaded."""
+    import importlib
+
+    for name in ("torch.profiler", "torch.utils.cpp_extension", "numpy", "kernelgym.evaluation.profile",
+                 "kernelgym.evaluation.compare", "torch.utils._python_dispatch", "triton", "triton.language"):
+        try:
+            importlib.import_module(name)
+        except Exception:  # e.g. no Triton on this machine: the candidate will say so itself
+            pass
+    from kernelgym.evaluation.profile import warm_up
+
+    warm_up()
 
 
 def main() -> None:

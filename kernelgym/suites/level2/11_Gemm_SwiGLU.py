@@ -1,0 +1,35 @@
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    """One linear layer producing gate and value halves; the output is SiLU(gate) * value."""
+
+    def __init__(self, in_features: int, hidden_features: int):
+        super().__init__()
+        self.linear = nn.Linear(in_features, 2 * hidden_features)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        gate, value = self.linear(x).chunk(2, dim=1)
+        return F.silu(gate) * value
+
+
+batch_size = 1024
+in_features = 4096
+hidden_features = 4096
+
+
+def get_inputs():
+    return [torch.randn(batch_size, in_features)]
+
+
+def get_init_inputs():
+    return [in_features, hidden_features]
+
+
+# kernelgym metadata (read without running the file): the cpu size replaces the constants above.
+KERNELGYM = {
+    "category": "gemm_chain",
+    "sizes": {"cpu": {"batch_size": 128, "in_features": 512, "hidden_features": 256}},
+}

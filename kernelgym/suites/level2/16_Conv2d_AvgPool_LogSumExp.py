@@ -1,0 +1,37 @@
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    """3x3 convolution, 2x2 average pooling, then log-sum-exp over the channels."""
+
+    def __init__(self, in_channels: int, out_channels: int):
+        super().__init__()
+        self.conv = nn.Conv2d(in_channels, out_channels, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = F.avg_pool2d(self.conv(x), 2)
+        return torch.logsumexp(x, dim=1, keepdim=True)
+
+
+batch_size = 64
+in_channels = 32
+out_channels = 64
+height = 128
+width = 128
+
+
+def get_inputs():
+    return [torch.randn(batch_size, in_channels, height, width)]
+
+
+def get_init_inputs():
+    return [in_channels, out_channels]
+
+
+# kernelgym metadata (read without running the file): the cpu size replaces the constants above.
+KERNELGYM = {
+    "category": "conv_chain",
+    "sizes": {"cpu": {"batch_size": 4, "in_channels": 8, "out_channels": 16, "height": 32, "width": 32}},
+}

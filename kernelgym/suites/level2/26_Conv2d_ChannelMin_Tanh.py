@@ -1,0 +1,36 @@
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """3x3 convolution, minimum over the output channels, then tanh."""
+
+    def __init__(self, in_channels: int, out_channels: int):
+        super().__init__()
+        self.conv = nn.Conv2d(in_channels, out_channels, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = torch.amin(self.conv(x), dim=1, keepdim=True)
+        return torch.tanh(x)
+
+
+batch_size = 64
+in_channels = 16
+out_channels = 64
+height = 128
+width = 128
+
+
+def get_inputs():
+    return [torch.randn(batch_size, in_channels, height, width)]
+
+
+def get_init_inputs():
+    return [in_channels, out_channels]
+
+
+# kernelgym metadata (read without running the file): the cpu size replaces the constants above.
+KERNELGYM = {
+    "category": "conv_chain",
+    "sizes": {"cpu": {"batch_size": 4, "in_channels": 8, "out_channels": 16, "height": 32, "width": 32}},
+}

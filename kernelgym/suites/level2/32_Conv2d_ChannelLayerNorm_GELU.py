@@ -1,0 +1,39 @@
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    """3x3 convolution, layer normalization over the channels at each pixel, then GELU (ConvNeXt-like)."""
+
+    def __init__(self, in_channels: int, out_channels: int):
+        super().__init__()
+        self.conv = nn.Conv2d(in_channels, out_channels, 3, padding=1)
+        self.norm = nn.LayerNorm(out_channels)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.conv(x).permute(0, 2, 3, 1)
+        x = F.gelu(self.norm(x))
+        return x.permute(0, 3, 1, 2)
+
+
+batch_size = 64
+in_channels = 32
+out_channels = 64
+height = 128
+width = 128
+
+
+def get_inputs():
+    return [torch.randn(batch_size, in_channels, height, width)]
+
+
+def get_init_inputs():
+    return [in_channels, out_channels]
+
+
+# kernelgym metadata (read without running the file): the cpu size replaces the constants above.
+KERNELGYM = {
+    "category": "conv_chain",
+    "sizes": {"cpu": {"batch_size": 2, "in_channels": 8, "out_channels": 16, "height": 32, "width": 32}},
+}

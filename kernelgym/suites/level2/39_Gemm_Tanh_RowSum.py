@@ -1,0 +1,33 @@
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """Linear layer, tanh, then the sum over the features of each row."""
+
+    def __init__(self, in_features: int, out_features: int):
+        super().__init__()
+        self.linear = nn.Linear(in_features, out_features)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(self.linear(x)).sum(dim=1, keepdim=True)
+
+
+batch_size = 1024
+in_features = 8192
+out_features = 4096
+
+
+def get_inputs():
+    return [torch.randn(batch_size, in_features)]
+
+
+def get_init_inputs():
+    return [in_features, out_features]
+
+
+# kernelgym metadata (read without running the file): the cpu size replaces the constants above.
+KERNELGYM = {
+    "category": "gemm_chain",
+    "sizes": {"cpu": {"batch_size": 128, "in_features": 512, "out_features": 512}},
+}
