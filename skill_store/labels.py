@@ -2,7 +2,7 @@
 
 Each row says which seed skills a kernel engineer would reach for on one bundled task with one backend:
 {"task_id": ..., "backend": ..., "relevant": [...], "note": ...}. The labels were written from the tasks'
-sources and the skills' meaning, before looking at what BM25 returns for them.
+sources and the skills' meaning, and were not adjusted to what BM25 returns.
 """
 
 from __future__ import annotations

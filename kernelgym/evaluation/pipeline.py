@@ -442,6 +442,7 @@ class _Session:
         for k in range(min(len(self.child_job.trial_seeds), INPUT_SETS_FOR_TIMING)):
             kind, meta, blobs = self.next()
             trial = self.judge.compare(k, meta, blobs)
+            self.child.send("compared")
             if not trial.passed:
                 timing.verified = False
                 raise _Outcome(Verdict.HACK, f"outputs_changed: after timing, forward returned wrong outputs ({trial.message})")

@@ -148,11 +148,11 @@ def run_reference(job: ChildJob, sock: socket.socket) -> None:
             return
         trial = int(meta["trial"])
         try:
-            actual = [m["error"] if "error" in m else protocol.tensor_from_wire(m, b).to(job.device)
-                      for m, b in zip(meta["outputs"], blobs)]
+            actual = [m["error"] if "error" in m else protocol.cuda_tensor_from_wire(m, job.device) if "ipc" in m
+                      else protocol.tensor_from_wire(m, b).to(job.device) for m, b in zip(meta["outputs"], blobs)]
             result = compare_trial(trial, job.perturbed[trial], expected[trial], actual, meta["atol"], meta["rtol"])
             protocol.send(sock, "compared", asdict(result))
-        except protocol.ProtocolError as exc:
+        except (protocol.ProtocolError, KeyError, TypeError, ValueError) as exc:
             protocol.send(sock, "compared", {"index": trial, "perturbed": job.perturbed[trial], "passed": False,
                                              "message": f"malformed output: {exc}"})
 
@@ -244,6 +244,7 @@ def run_candidate(job: ChildJob, sock: socket.socket, eval_dir: str) -> None:
         model = build_model(solution.ModelNew, task, job.init_seed, dtype, job.device)
         stage = "correctness"
         protocol.send(sock, "stage", {"name": "correctness"})
+        keep: list = []  # outputs shared with the judge by CUDA IPC stay alive until it has answered
         with torch.no_grad():
             for i, (seed, perturbed) in enumerate(zip(job.trial_seeds, job.perturbed)):
                 inputs = make_inputs(task, seed, perturbed, job.perturb, dtype, job.device)
@@ -258,9 +259,10 @@ def run_candidate(job: ChildJob, sock: socket.socket, eval_dir: str) -> None:
                     "aliases_input": _aliases(out, inputs),
                     "threads_after": threading.active_count() - threads_before,
                 }
-                metas, blobs = protocol.outputs_to_wire(out)
+                metas, blobs = protocol.outputs_to_wire(out, keep)
                 protocol.send(sock, "outputs", {"trial": i, "outputs": metas, "facts": facts}, blobs)
         kind, meta, _ = protocol.recv(sock)
+        keep.clear()
         if kind != "time" or not job.timing:
             protocol.send(sock, "done")
             return
@@ -298,13 +300,16 @@ def _timing(job, sock, task, reference, model, sets, timer, pre_ref_times) -> No
             break
     # Outputs of fresh calls after timing, with the allocator's free memory poisoned first: a candidate that
     # returns stale buffers (the reference's freed output) or behaves differently once timing starts is caught.
+    keep: list = []  # shared outputs stay alive until the judge has compared them
     with torch.no_grad():
         for k in range(len(sets)):
             _poison(job.device)
             out = model(*sets[k])
             _sync(job.device)
-            metas, blobs = protocol.outputs_to_wire(out)
+            metas, blobs = protocol.outputs_to_wire(out, keep)
             protocol.send(sock, "outputs", {"trial": k, "outputs": metas, "facts": {}, "after_timing": True}, blobs)
+            protocol.recv(sock)  # the judge has compared them: the memory may be reused
+            keep.clear()
 
 
 def _poison(device: str) -> None:

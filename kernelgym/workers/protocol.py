@@ -81,23 +81,70 @@ def tensor_from_wire(meta: dict[str, Any], data: bytes):
     return torch.frombuffer(buffer, dtype=torch.uint8).view(dtype).reshape(shape)
 
 
-def outputs_to_wire(outputs) -> tuple[list[dict[str, Any]], list[bytes]]:
-    """A forward's result (tensor, or tuple/list of tensors) as metas + blobs; non-tensors are described."""
+def outputs_to_wire(outputs, keep: list | None = None) -> tuple[list[dict[str, Any]], list[bytes]]:
+    """A forward's result (tensor, or tuple/list of tensors) as metas + blobs; non-tensors are described.
+
+    GPU tensors travel as CUDA IPC handles (the receiver maps the same device memory: no copy through the
+    host); the sender must keep them alive in `keep` until the receiver has answered.
+    """
     items = list(outputs) if isinstance(outputs, tuple | list) else [outputs]
     metas, blobs = [], []
     for item in items:
-        meta, data = describe_output(item)
+        meta, data = describe_output(item, keep)
         metas.append(meta)
         blobs.append(data)
     return metas, blobs
 
 
-def describe_output(item) -> tuple[dict[str, Any], bytes]:
+def describe_output(item, keep: list | None = None) -> tuple[dict[str, Any], bytes]:
     import torch
 
     if type(item) is not torch.Tensor:  # subclasses are not plain tensors
         if isinstance(item, torch.Tensor):
             return {"error": f"output is a {type(item).__name__}, a subclass of Tensor"}, b""
         return {"error": f"output is a {type(item).__name__}, not a tensor"}, b""
-    meta, data = tensor_to_wire(item)
-    return meta, data
+    if item.is_cuda and keep is not None and item.numel():
+        return cuda_tensor_to_wire(item, keep), b""
+    return tensor_to_wire(item)
+
+
+def cuda_tensor_to_wire(tensor, keep: list) -> dict[str, Any]:
+    flat = tensor.detach().contiguous()
+    keep.append(flat)
+    (device, handle, size, offset, ref_handle, ref_offset, event_handle, event_sync) = flat.untyped_storage()._share_cuda_()
+    return {"dtype": str(tensor.dtype).removeprefix("torch."), "shape": list(tensor.shape),
+            "ipc": {"device": int(device), "handle": bytes(handle).hex(), "size": int(size), "offset": int(offset),
+                    "ref_handle": bytes(ref_handle).hex(), "ref_offset": int(ref_offset),
+                    "event_handle": bytes(event_handle).hex() if event_handle else "", "event_sync": bool(event_sync),
+                    "storage_offset": int(flat.storage_offset())}}
+
+
+def cuda_tensor_from_wire(meta: dict[str, Any], device: str):
+    """Map a tensor exported by another process on this GPU; every field is checked, nothing is executed."""
+    import torch
+
+    dtype = getattr(torch, str(meta["dtype"]), None)
+    if not isinstance(dtype, torch.dtype):
+        raise ProtocolError(f"unknown dtype {meta['dtype']!r}")
+    ipc = meta["ipc"]
+    shape = [int(s) for s in meta["shape"]]
+    numel = 1
+    for s in shape:
+        numel *= s
+    element = torch.empty((), dtype=dtype).element_size()
+    start = int(ipc["storage_offset"])
+    if int(ipc["size"]) < (start + numel) * element or start < 0:
+        raise ProtocolError("shared storage smaller than the tensor it claims to hold")
+    try:
+        storage = torch.UntypedStorage._new_shared_cuda(
+            int(ipc["device"]), bytes.fromhex(ipc["handle"]), int(ipc["size"]), int(ipc["offset"]),
+            bytes.fromhex(ipc["ref_handle"]), int(ipc["ref_offset"]),
+            bytes.fromhex(ipc["event_handle"]) if ipc["event_handle"] else None, bool(ipc["event_sync"]))
+    except (RuntimeError, ValueError, TypeError) as exc:
+        raise ProtocolError(f"could not map the shared output: {exc}") from None
+    strides = []
+    acc = 1
+    for s in reversed(shape):
+        strides.append(acc)
+        acc *= s
+    return torch.empty(0, dtype=dtype, device=device).set_(storage, start, shape, list(reversed(strides)))
