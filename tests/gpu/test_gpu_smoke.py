@@ -61,13 +61,13 @@ def gpu_pool():
         yield pool
 
 
-@pytest.mark.parametrize("backend", ["triton", "cuda"])
-def test_examples_ok_on_gpu(gpu_pool, backend):
-    for example in examples(backend):
-        result = gpu_pool.evaluate(bundled().get(example.task_id), example.source, backend=backend, size="gpu")
-        print(example.task_id, backend, result.verdict, result.speedup, result.reasons, result.wall_s, result.build)
-        assert result.verdict is Verdict.OK, (result.reasons, result.output_tail[-2000:])
-        assert result.speedup is not None and result.speedup > 0.5
+@pytest.mark.parametrize("example", examples("triton") + examples("cuda"), ids=lambda e: f"{e.backend}:{e.task_id}")
+def test_examples_ok_on_gpu(gpu_pool, example):
+    result = gpu_pool.evaluate(bundled().get(example.task_id), example.source, backend=example.backend, size="gpu")
+    print("\nRESULT", example.backend, example.task_id, result.verdict.value, result.speedup, result.wall_s,
+          result.stage_s, result.reasons[:1])
+    assert result.verdict is Verdict.OK, (result.reasons, result.output_tail[-2000:])
+    assert result.speedup is not None and result.speedup > 0.5
 
 
 def test_illegal_memory_access_is_a_crash_and_the_next_evaluation_is_fine(gpu_pool):
