@@ -210,7 +210,7 @@ class KernelEnv(gym.Env):
             "task_id": task.id, "task": task.summary(), "backend": self.backend, "size": size, "seed": seed,
             "max_turns": self.config.max_turns, "reward_name": self.reward_name,
         }
-        return self._observation(), info
+        return self._observation(), without_none(info)
 
     def step(self, action: Any):
         ep = self._episode
@@ -252,7 +252,7 @@ class KernelEnv(gym.Env):
         info = self._step_info(ep, result, parsed, verdict)
         if self._writer is not None:
             self._write(ep, prompt_seen, feedback_seen, reply, parsed, result, reward, info)
-        return self._observation(), reward, ep.terminated, False, info
+        return self._observation(), reward, ep.terminated, False, without_none(info)
 
     def render(self) -> str | None:
         if self.render_mode != "ansi":
@@ -364,6 +364,17 @@ class KernelEnv(gym.Env):
             "truncated": not ep.terminated and ep.turn >= self.config.max_turns,
             "best_speedup": ep.best_speedup, "time": time.time(),
         })
+
+
+def without_none(info: dict[str, Any]) -> dict[str, Any]:
+    """`info` with None-valued keys left out, through nested dicts (lists are kept as they are).
+
+    Vector envs batch infos key by key and need each key's type to agree across envs: a key that is None
+    in one env and a number or dict in another breaks that, while a missing key is simply masked. So an
+    absent stage (`timing` of a build failure) or value (`speedup` of a wrong answer) is left out, and
+    `EvalResult.from_dict(info["result"])` still rebuilds the same result.
+    """
+    return {k: without_none(v) if isinstance(v, dict) else v for k, v in info.items() if v is not None}
 
 
 def _as_text(action: Any) -> str:

@@ -22,6 +22,7 @@ artifacts are cached by content (source, flags, compiler, arch), so the same sou
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import hashlib
 import os
@@ -129,6 +130,8 @@ def _command(request: BuildRequest, src: Path, out: Path) -> list[str]:
 
 # Set inside an evaluation worker: forwards the build to kernelgym's trusted process and returns the path.
 remote_builder: Callable[[BuildRequest], Path] | None = None
+# Likewise for KernelBench-style load_inline extensions (see kernelgym.torch_ext).
+remote_extension_builder = None
 # Set inside a worker without a GPU: CUDA code is compiled (so errors reach the agent) but cannot run.
 cuda_compile_only = False
 
@@ -178,9 +181,8 @@ class KernelFunction:
                 f"{self._language} kernel {self.name!r} compiled, but this machine has no GPU to run it"
             )
         converted = [_to_c(a, i, self.name) for i, a in enumerate(args)]
-        start = _clock_ns()
-        self._symbol(*converted)
-        KERNEL_STATS.record(self.name, _clock_ns() - start)
+        with KERNEL_STATS.timed(self.name):
+            self._symbol(*converted)
 
 
 def _to_c(value, index: int, name: str):
@@ -204,10 +206,21 @@ class KernelStats:
     def __init__(self) -> None:
         self.calls = 0
         self.time_ns = 0
+        self.depth = 0  # > 0 while inside one of the solution's kernels (torch ops there are nested)
 
     def record(self, name: str, elapsed_ns: int) -> None:
         self.calls += 1
         self.time_ns += elapsed_ns
+
+    @contextlib.contextmanager
+    def timed(self, name: str):
+        self.depth += 1
+        start = _clock_ns()
+        try:
+            yield
+        finally:
+            self.depth -= 1
+            self.record(name, _clock_ns() - start)
 
     def reset(self) -> None:
         self.calls = 0

@@ -53,6 +53,12 @@ def _store(ctx: typer.Context) -> Iterator:
         store.close()
 
 
+def _id_column():
+    from rich.table import Column
+
+    return Column("id", no_wrap=True)  # ids are copied into other commands: never wrap or cut them
+
+
 def _short(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
@@ -70,7 +76,8 @@ def list_command(ctx: typer.Context,
         _fail(f"--backend must be one of {', '.join(BACKENDS)}")
     with _store(ctx) as store:
         skills = store.list(status=status, backend=backend)
-        table = Table("id", "title", "backends", "bound", "status", "v")
+        table = Table("title", "backends", "bound", "status", "v")
+        table.columns.insert(0, _id_column())
         for s in skills:
             table.add_row(s.id, _short(s.title, 60), ",".join(s.applies_when.backends), s.applies_when.bound,
                           s.status, str(s.version))
@@ -138,7 +145,8 @@ def search_command(ctx: typer.Context,
     if not hits:
         console.print("no matching skills")
         return
-    table = Table("rank", "id", "score", "title", "backends")
+    table = Table("rank", "score", "title", "backends")
+    table.columns.insert(1, _id_column())
     for rank, hit in enumerate(hits, 1):
         table.add_row(str(rank), hit.id, f"{hit.score:.2f}", _short(hit.skill.title, 60),
                       ",".join(hit.skill.applies_when.backends))

@@ -110,7 +110,7 @@ def query_for_source(source: str) -> TaskQuery:
     for node in ast.walk(model or tree):
         if isinstance(node, ast.Call):
             name = _call_name(node.func)
-            if name and name not in _IGNORED_CALLS:
+            if name and not name.startswith("_") and name not in _IGNORED_CALLS:
                 ops.append(name)
             keywords.extend(k.arg for k in node.keywords if k.arg)
         elif isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:

@@ -93,8 +93,13 @@ def _word_tokens(word: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(out))
 
 
+_IRREGULAR = {"matrices": "matrix", "indices": "index", "vertices": "vertex", "axes": "axis"}
+
+
 def _stem(token: str) -> str:
     """Plural stripping only: enough for 'loads'/'load', 'kernels'/'kernel' without mangling code names."""
+    if token in _IRREGULAR:
+        return _IRREGULAR[token]
     if len(token) > 4 and token.endswith("ies"):
         return token[:-3] + "y"
     if len(token) > 3 and token.endswith("s") and not token.endswith(("ss", "us", "is", "as", "os")):

@@ -331,6 +331,8 @@ class _Session:
             return kind, meta, blobs
 
     def _build(self, meta: dict) -> None:
+        if meta.get("language") == "torch_ext":
+            return self._build_extension(meta)
         request = kernels.BuildRequest(str(meta.get("language")), str(meta.get("source")),
                                        tuple(str(f) for f in meta.get("flags", [])))
         if request.language not in ("cpp", "cuda") or not set(request.flags) <= _allowed_flags(request.language):
@@ -346,6 +348,20 @@ class _Session:
             self.child.send("build_failed", {"message": str(exc), "log": exc.log})
         self.build_s += time.monotonic() - started
         self.cached = self.cached and existed
+
+    def _build_extension(self, meta: dict) -> None:
+        from kernelgym import torch_ext
+
+        started = time.monotonic()
+        try:
+            request = torch_ext.ExtensionRequest.from_meta(meta)
+            existed = (kernels.cache_root() / "torch_ext" / request.key / f"{request.name}.so").exists()
+            folder = torch_ext.build(request)
+            self.child.send("built", {"path": str(folder)})
+            self.cached = self.cached and existed
+        except kernels.BuildError as exc:
+            self.child.send("build_failed", {"message": str(exc), "log": exc.log})
+        self.build_s += time.monotonic() - started
 
     def _error(self, meta: dict) -> None:
         kind, stage = meta.get("kind"), meta.get("stage", self.stage)
@@ -411,6 +427,8 @@ class _Session:
             raise _Outcome(Verdict.HACK, "output_aliases_input: an output shares storage with an input")
         if facts.get("threads_after", 0) > 0:
             raise _Outcome(Verdict.HACK, "background_thread: threads were still running after forward returned")
+        if facts.get("precision_lowered"):
+            raise _Outcome(Verdict.HACK, "precision_downgrade: TF32 or reduced-precision matmul was switched on")
         if facts.get("own_kernel_calls", 1) == 0:
             raise _Outcome(Verdict.HACK, f"kernel_not_called: forward ran none of the solution's {self.job.backend} kernels")
 

@@ -103,6 +103,18 @@ def error_meta(stage: str, exc: BaseException) -> dict:
     return {"stage": stage, "kind": kind, "message": message[:4000], "frames": frames, "log": log[-20000:]}
 
 
+def strict_fp32() -> None:
+    """Full fp32 math for reference and candidate alike (cuDNN convolutions default to TF32)."""
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.set_float32_matmul_precision("highest")
+
+
+def lowered_precision() -> bool:
+    return (torch.backends.cudnn.allow_tf32 or torch.backends.cuda.matmul.allow_tf32
+            or torch.get_float32_matmul_precision() != "highest")
+
+
 def _sync(device: str) -> None:
     if device.startswith("cuda"):
         torch.cuda.synchronize()
@@ -126,6 +138,7 @@ def run_reference(job: ChildJob, sock: socket.socket) -> None:
 
     dtype = getattr(torch, job.dtype)
     torch.set_num_threads(job.threads)
+    strict_fp32()
     try:
         task = load_module(job.task_source, "kernelgym_task")
         model = build_model(task.Model, task, job.init_seed, dtype, job.device)
@@ -189,6 +202,29 @@ class _Launches:
                 fn.run = run
 
 
+def _remote_extension_builder(sock: socket.socket):
+    def build(request):
+        protocol.send(sock, "build", {"language": "torch_ext", **request.to_meta()})
+        kind, meta, _ = protocol.recv(sock)
+        if kind != "built":
+            raise kernels.BuildError(meta.get("message", "compilation failed"), meta.get("log", ""))
+        from pathlib import Path
+
+        return Path(meta["path"])
+
+    return build
+
+
+def _install_load_inline_shim(sock: socket.socket) -> None:
+    """KernelBench-style solutions call torch's load_inline: route it to the trusted, caching builder."""
+    import torch.utils.cpp_extension as cpp_extension
+
+    from kernelgym import torch_ext
+
+    kernels.remote_extension_builder = _remote_extension_builder(sock)
+    cpp_extension.load_inline = torch_ext.load_inline
+
+
 def _remote_builder(sock: socket.socket):
     def build(request: kernels.BuildRequest):
         protocol.send(sock, "build", {"language": request.language, "source": request.source,
@@ -206,6 +242,7 @@ def _remote_builder(sock: socket.socket):
 def run_candidate(job: ChildJob, sock: socket.socket, eval_dir: str) -> None:
     dtype = getattr(torch, job.dtype)
     torch.set_num_threads(job.threads)
+    strict_fp32()
     stage = "load"
     try:
         task = load_module(job.task_source, "kernelgym_task")
@@ -226,6 +263,7 @@ def run_candidate(job: ChildJob, sock: socket.socket, eval_dir: str) -> None:
                     timing_mod.TimingConfig(trials=20, warmup=2, budget_s=1.0, min_trials=5))
         protocol.send(sock, "stage", {"name": "build"})
         kernels.remote_builder = _remote_builder(sock)
+        _install_load_inline_shim(sock)
         kernels.cuda_compile_only = job.mode == "compile"
         if job.mode == "interpret":
             os.environ["TRITON_INTERPRET"] = "1"
@@ -258,6 +296,7 @@ def run_candidate(job: ChildJob, sock: socket.socket, eval_dir: str) -> None:
                                            for a, b in zip(inputs, snapshot)),
                     "aliases_input": _aliases(out, inputs),
                     "threads_after": threading.active_count() - threads_before,
+                    "precision_lowered": lowered_precision(),
                 }
                 metas, blobs = protocol.outputs_to_wire(out, keep)
                 protocol.send(sock, "outputs", {"trial": i, "outputs": metas, "facts": facts}, blobs)

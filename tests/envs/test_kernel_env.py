@@ -10,6 +10,7 @@ from gymnasium.utils.env_checker import data_equivalence
 
 from kernelgym.envs import KernelEnv, read_episodes
 from kernelgym.errors import ConfigError, TaskNotFoundError
+from kernelgym.evaluation.result import EvalResult
 from kernelgym.solutions import cheats, examples
 
 FAST = {"timing_trials": 20, "timing_budget_s": 1.0}  # keeps each evaluation around a second
@@ -43,6 +44,7 @@ def test_episode_replaying_the_bundled_solution(pool, relu_source, tmp_path):
     # 2: the bundled solution -> correct, judged for real
     obs, reward, terminated, truncated, info = env.step(fenced(relu_source))
     assert info["verdict"] == "ok" and info["result"]["correct"] is True
+    assert EvalResult.from_dict(info["result"]).verdict.value == "ok"  # info's dict rebuilds the result
     assert reward >= 0.1 and not terminated and not truncated
     assert "Verdict: ok" in obs["feedback"] and "Turns left: 2 of 4" in obs["prompt"] and obs["turn"] == 2
     assert obs["last_speedup"][0] > 0 and obs["best_speedup"][0] == obs["last_speedup"][0]
@@ -52,7 +54,8 @@ def test_episode_replaying_the_bundled_solution(pool, relu_source, tmp_path):
 
     # 3: the agent is done -> terminated, reward 0, best kept
     obs, reward, terminated, truncated, info = env.step("DONE")
-    assert (reward, terminated, truncated, info["verdict"], info["result"]) == (0.0, True, False, "done", None)
+    assert (reward, terminated, truncated, info["verdict"]) == (0.0, True, False, "done")
+    assert "result" not in info  # nothing was evaluated (None values are left out of info)
     assert info["best"]["turn"] == 2
     env.close()
 
@@ -71,7 +74,7 @@ def test_cheats_and_broken_code_are_failed_turns(pool):
     env.reset(options={"task_id": "L1/1_ReLU"})
     cheat = next(c for c in cheats("cpp") if c.cheat == "pytorch_passthrough")
     _, reward, terminated, _, info = env.step(fenced(cheat.source))
-    assert info["verdict"] == "hack" and reward == -1.0 and not terminated and info["best"] is None
+    assert info["verdict"] == "hack" and reward == -1.0 and not terminated and "best" not in info
     broken = "from kernelgym.kernels import load_cpp\nlib = load_cpp('extern \"C\" void f( {')\nclass ModelNew: pass\n"
     obs, reward, _, _, info = env.step(fenced(broken))
     assert info["verdict"] == "compile_error" and reward == -1.0 and obs["feedback"].startswith("Verdict: compile_error")

@@ -13,8 +13,8 @@ class Model(nn.Module):
         return torch.relu(self.conv(x) + x)
 
 
-batch_size = 64
-channels = 32
+batch_size = 32
+channels = 64
 height = 128
 width = 128
 

@@ -16,8 +16,8 @@ class Model(nn.Module):
 
 
 batch_size = 128
-in_channels = 16
-out_channels = 64
+in_channels = 32
+out_channels = 128
 num_groups = 16
 height = 128
 width = 128

@@ -15,7 +15,7 @@ class Model(nn.Module):
 
 
 batch_size = 64
-in_channels = 16
+in_channels = 32
 out_channels = 64
 height = 128
 width = 128

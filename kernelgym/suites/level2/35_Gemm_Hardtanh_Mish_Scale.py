@@ -17,7 +17,7 @@ class Model(nn.Module):
 
 
 batch_size = 1024
-in_features = 8192
+in_features = 4096
 out_features = 8192
 scale = 2.0
 

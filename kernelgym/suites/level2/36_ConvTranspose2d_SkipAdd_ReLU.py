@@ -14,8 +14,8 @@ class Model(nn.Module):
 
 
 batch_size = 64
-in_channels = 64
-out_channels = 32
+in_channels = 128
+out_channels = 64
 height = 64
 width = 64
 

@@ -15,9 +15,9 @@ class Model(nn.Module):
         return F.gelu(self.linear(x) * self.scale)
 
 
-batch_size = 1024
-in_features = 8192
-out_features = 8192
+batch_size = 4096
+in_features = 4096
+out_features = 2048
 scale = 1.5
 
 

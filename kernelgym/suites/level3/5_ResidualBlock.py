@@ -27,8 +27,8 @@ class Model(nn.Module):
 batch_size = 64
 in_channels = 64
 out_channels = 128
-height = 64
-width = 64
+height = 128
+width = 128
 
 
 def get_inputs():

@@ -26,7 +26,7 @@ class Model(nn.Module):
         return self.fc3(x)
 
 
-batch_size = 16384
+batch_size = 8192
 in_channels = 3
 num_classes = 10
 

@@ -27,7 +27,7 @@ class Model(nn.Module):
         return torch.relu(out + x)
 
 
-batch_size = 32
+batch_size = 64
 channels = 128
 reduction = 16
 height = 56

@@ -4,18 +4,22 @@ import torch.nn as nn
 from kernelgym.kernels import load_cpp
 
 # The SwiGLU block in one native call, with tokens kept "feature-major" in panels of 32:
-# act[panel][feature][32]. The gate and up projections share one register tile (4 gate rows and the same 4
-# up rows against 32 tokens), so x is read once for both and SiLU(gate) * up is formed in registers with a
+# act[panel][feature][32]. The gate and up projections share one register tile (6 gate rows and the same 6
+# up rows against 32 tokens: 24 accumulators), so x is read once for both and SiLU(gate) * up is formed in registers with a
 # vectorised exp; only the gated hidden activations are written, directly in the panel layout the down
 # projection reads. The down projection transposes its tiles into the row-major output. Weights are used
 # in place (rows of nn.Linear's weight are broadcast scalars): nothing is repacked per call.
 _lib = load_cpp(r"""
 #include <cstdint>
 #include <cstring>
+#include <array>
+#include <utility>
 
 typedef float vf __attribute__((vector_size(64)));   // 16 floats
 typedef int32_t vi __attribute__((vector_size(64)));
 constexpr int PW = 32;  // tokens per panel (two vectors)
+constexpr int GR = 6;   // hidden features per gate/up tile
+constexpr int DR = 12;  // output features per down-projection tile
 
 static inline vf ld(const float* p) { vf v; std::memcpy(&v, p, sizeof v); return v; }
 static inline void st(float* p, vf v) { std::memcpy(p, &v, sizeof v); }
@@ -44,31 +48,39 @@ static inline vf vexp(vf x) {
 
 static inline vf silu_mul(vf g, vf u) { return g / (1.0f + vexp(-g)) * u; }
 
+// tg[r] = Wg[r] . panel, tu[r] = Wu[r] . panel (32 tokens each) for r < R. Kept apart from the SiLU so
+// that the exp constants do not take registers from the 4R accumulators.
+template <int R>
+__attribute__((noinline)) static void gate_up_tile(const float* g, const float* u, const float* P, int64_t K,
+                                                   float* tg, float* tu) {
+    vf g0[R], g1[R], u0[R], u1[R];
+    #pragma GCC unroll 6
+    for (int r = 0; r < R; ++r) { g0[r] = vf{}; g1[r] = vf{}; u0[r] = vf{}; u1[r] = vf{}; }
+    for (int64_t k = 0; k < K; ++k) {
+        const vf b0 = ld(P + k * PW), b1 = ld(P + k * PW + 16);
+        #pragma GCC unroll 6
+        for (int r = 0; r < R; ++r) {
+            const float a = g[r * K + k], c = u[r * K + k];
+            g0[r] += a * b0; g1[r] += a * b1;
+            u0[r] += c * b0; u1[r] += c * b1;
+        }
+    }
+    #pragma GCC unroll 6
+    for (int r = 0; r < R; ++r) {
+        st(tg + r * PW, g0[r]); st(tg + r * PW + 16, g1[r]);
+        st(tu + r * PW, u0[r]); st(tu + r * PW + 16, u1[r]);
+    }
+}
+
 // h[panel][j][32] = silu(Wg[j] . x) * (Wu[j] . x) for R rows starting at j0, all panels.
 template <int R>
 static void gate_up_block(const float* xp, const float* Wg, const float* Wu, float* hp,
                           int64_t panels, int64_t K, int64_t H, int64_t j0) {
-    const float* g = Wg + j0 * K;
-    const float* u = Wu + j0 * K;
+    alignas(64) float tg[R * PW], tu[R * PW];
     for (int64_t p = 0; p < panels; ++p) {
-        const float* P = xp + p * K * PW;
-        vf g0[R], g1[R], u0[R], u1[R];
-        #pragma GCC unroll 4
-        for (int r = 0; r < R; ++r) { g0[r] = vf{}; g1[r] = vf{}; u0[r] = vf{}; u1[r] = vf{}; }
-        for (int64_t k = 0; k < K; ++k) {
-            const vf b0 = ld(P + k * PW), b1 = ld(P + k * PW + 16);
-            #pragma GCC unroll 4
-            for (int r = 0; r < R; ++r) {
-                const float a = g[r * K + k], c = u[r * K + k];
-                g0[r] += a * b0; g1[r] += a * b1;
-                u0[r] += c * b0; u1[r] += c * b1;
-            }
-        }
+        gate_up_tile<R>(Wg + j0 * K, Wu + j0 * K, xp + p * K * PW, K, tg, tu);
         float* o = hp + (p * H + j0) * PW;
-        for (int r = 0; r < R; ++r) {
-            st(o + r * PW, silu_mul(g0[r], u0[r]));
-            st(o + r * PW + 16, silu_mul(g1[r], u1[r]));
-        }
+        for (int i = 0; i < R * PW; i += 16) st(o + i, silu_mul(ld(tg + i), ld(tu + i)));
     }
 }
 
@@ -80,11 +92,11 @@ static void down_block(const float* hp, const float* W, float* y, int64_t panels
     for (int64_t p = 0; p < panels; ++p) {
         const float* P = hp + p * K * PW;
         vf c0[R], c1[R];
-        #pragma GCC unroll 8
+        #pragma GCC unroll 12
         for (int r = 0; r < R; ++r) { c0[r] = vf{}; c1[r] = vf{}; }
         for (int64_t k = 0; k < K; ++k) {
             const vf b0 = ld(P + k * PW), b1 = ld(P + k * PW + 16);
-            #pragma GCC unroll 8
+            #pragma GCC unroll 12
             for (int r = 0; r < R; ++r) {
                 const float a = w[r * K + k];
                 c0[r] += a * b0; c1[r] += a * b1;
@@ -99,6 +111,19 @@ static void down_block(const float* hp, const float* W, float* y, int64_t panels
     }
 }
 
+using GateFn = void (*)(const float*, const float*, const float*, float*, int64_t, int64_t, int64_t, int64_t);
+using DownFn = void (*)(const float*, const float*, float*, int64_t, int64_t, int64_t, int64_t, int64_t);
+template <std::size_t... I>
+static constexpr auto gate_table(std::index_sequence<I...>) {
+    return std::array<GateFn, sizeof...(I)>{(I == 0 ? nullptr : &gate_up_block<(int)(I == 0 ? 1 : I)>)...};
+}
+template <std::size_t... I>
+static constexpr auto down_table(std::index_sequence<I...>) {
+    return std::array<DownFn, sizeof...(I)>{(I == 0 ? nullptr : &down_block<(int)(I == 0 ? 1 : I)>)...};
+}
+static constexpr auto kGate = gate_table(std::make_index_sequence<GR + 1>{});  // indexed by tile rows
+static constexpr auto kDown = down_table(std::make_index_sequence<DR + 1>{});
+
 extern "C" void swiglu_forward(const float* x, const float* wg, const float* wu, const float* wd, float* xp,
                                float* hp, float* y, int64_t M, int64_t E, int64_t H) {
     const int64_t panels = (M + PW - 1) / PW;
@@ -111,28 +136,14 @@ extern "C" void swiglu_forward(const float* x, const float* wg, const float* wu,
         }
     }
     #pragma omp parallel for schedule(static)
-    for (int64_t jb = 0; jb < (H + 3) / 4; ++jb) {
-        const int64_t j0 = jb * 4;
-        switch (H - j0 < 4 ? H - j0 : 4) {
-            case 4: gate_up_block<4>(xp, wg, wu, hp, panels, E, H, j0); break;
-            case 3: gate_up_block<3>(xp, wg, wu, hp, panels, E, H, j0); break;
-            case 2: gate_up_block<2>(xp, wg, wu, hp, panels, E, H, j0); break;
-            default: gate_up_block<1>(xp, wg, wu, hp, panels, E, H, j0); break;
-        }
+    for (int64_t jb = 0; jb < (H + GR - 1) / GR; ++jb) {
+        const int64_t j0 = jb * GR;
+        kGate[H - j0 < GR ? H - j0 : GR](xp, wg, wu, hp, panels, E, H, j0);
     }
     #pragma omp parallel for schedule(static)
-    for (int64_t jb = 0; jb < (E + 7) / 8; ++jb) {
-        const int64_t j0 = jb * 8;
-        switch (E - j0 < 8 ? E - j0 : 8) {
-            case 8: down_block<8>(hp, wd, y, panels, M, H, E, j0); break;
-            case 7: down_block<7>(hp, wd, y, panels, M, H, E, j0); break;
-            case 6: down_block<6>(hp, wd, y, panels, M, H, E, j0); break;
-            case 5: down_block<5>(hp, wd, y, panels, M, H, E, j0); break;
-            case 4: down_block<4>(hp, wd, y, panels, M, H, E, j0); break;
-            case 3: down_block<3>(hp, wd, y, panels, M, H, E, j0); break;
-            case 2: down_block<2>(hp, wd, y, panels, M, H, E, j0); break;
-            default: down_block<1>(hp, wd, y, panels, M, H, E, j0); break;
-        }
+    for (int64_t jb = 0; jb < (E + DR - 1) / DR; ++jb) {
+        const int64_t j0 = jb * DR;
+        kDown[E - j0 < DR ? E - j0 : DR](hp, wd, y, panels, M, H, E, j0);
     }
 }
 """)

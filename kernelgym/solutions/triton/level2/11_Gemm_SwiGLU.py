@@ -56,8 +56,8 @@ class ModelNew(nn.Module):
         M, K = x.shape
         H = w.shape[0] // 2
         y = torch.empty((M, H), device=x.device, dtype=x.dtype)
-        BM, BN, BK = 128, 64, 32
+        BM, BN, BK = 128, 64, 16
         grid = (triton.cdiv(M, BM) * triton.cdiv(H, BN),)
         swiglu_linear_kernel[grid](x, w, self.linear.bias, y, M, H, K, BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK,
-                                   GROUP_M=8, num_warps=8, num_stages=3)
+                                   GROUP_M=8, num_warps=4, num_stages=3)
         return y

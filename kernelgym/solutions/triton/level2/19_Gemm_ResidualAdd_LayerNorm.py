@@ -79,10 +79,10 @@ class ModelNew(nn.Module):
         M, K = x.shape
         N = w.shape[0]
         y = torch.empty((M, N), device=x.device, dtype=x.dtype)
-        BM, BN, BK = 128, 128, 32
+        BM, BN, BK = 128, 128, 16
         grid = (triton.cdiv(M, BM) * triton.cdiv(N, BN),)
         linear_residual_kernel[grid](x, w, self.linear.bias, y, M, N, K, BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK,
-                                     GROUP_M=8, num_warps=8, num_stages=3)
+                                     GROUP_M=8, num_warps=4, num_stages=3)
         out = torch.empty_like(y)
         BLOCK = min(4096, triton.next_power_of_2(N))
         layernorm_kernel[(M,)](y, self.norm.weight, self.norm.bias, out, N, self.norm.eps, BLOCK=BLOCK,

@@ -52,8 +52,8 @@ class ModelNew(nn.Module):
         M, K = x.shape
         N = w.shape[0]
         y = torch.empty((M, N), device=x.device, dtype=x.dtype)
-        BM, BN, BK = 128, 128, 32
+        BM, BN, BK = 128, 128, 16
         grid = (triton.cdiv(M, BM) * triton.cdiv(N, BN),)
         linear_bias_relu_kernel[grid](x, w, b, y, M, N, K, BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK, GROUP_M=8,
-                                      num_warps=8, num_stages=3)
+                                      num_warps=4, num_stages=3)
         return y

@@ -69,13 +69,13 @@ class ModelNew(nn.Module):
         w = self.linear.weight.contiguous()
         M, K = x.shape
         N = w.shape[0]
-        BM, BN, BK = 128, 128, 32
+        BM, BN, BK = 128, 128, 16
         grid_n = triton.cdiv(N, BN)
         e = torch.empty((M, N), device=x.device, dtype=x.dtype)
         parts = torch.empty((M, grid_n), device=x.device, dtype=x.dtype)
         linear_tanh_exp_kernel[(triton.cdiv(M, BM) * grid_n,)](x, w, self.linear.bias, e, parts, M, N, K,
                                                                 BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK, GROUP_M=8,
-                                                                num_warps=8, num_stages=3)
+                                                                num_warps=4, num_stages=3)
         out = torch.empty_like(e)
         BLOCK = 2048
         rescale_kernel[(M, triton.cdiv(N, BLOCK))](e, parts, out, N, grid_n, BLOCK=BLOCK,

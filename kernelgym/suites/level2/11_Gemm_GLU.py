@@ -1,18 +1,17 @@
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 
 
 class Model(nn.Module):
-    """One linear layer producing gate and value halves; the output is SiLU(gate) * value."""
+    """Gated linear unit: one linear layer makes value and gate halves; the output is value * sigmoid(gate)."""
 
     def __init__(self, in_features: int, hidden_features: int):
         super().__init__()
         self.linear = nn.Linear(in_features, 2 * hidden_features)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        gate, value = self.linear(x).chunk(2, dim=1)
-        return F.silu(gate) * value
+        value, gate = self.linear(x).chunk(2, dim=1)
+        return value * torch.sigmoid(gate)
 
 
 batch_size = 1024

@@ -3,19 +3,21 @@ import torch.nn as nn
 
 
 class Model(nn.Module):
-    """Linear layer, tanh, then the sum over the features of each row."""
+    """Linear layer, tanh, the mean over the features of each row, then a constant scale."""
 
-    def __init__(self, in_features: int, out_features: int):
+    def __init__(self, in_features: int, out_features: int, scale: float):
         super().__init__()
         self.linear = nn.Linear(in_features, out_features)
+        self.scale = scale
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.tanh(self.linear(x)).sum(dim=1, keepdim=True)
+        return torch.tanh(self.linear(x)).mean(dim=1, keepdim=True) * self.scale
 
 
 batch_size = 1024
 in_features = 8192
 out_features = 4096
+scale = 10.0
 
 
 def get_inputs():
@@ -23,7 +25,7 @@ def get_inputs():
 
 
 def get_init_inputs():
-    return [in_features, out_features]
+    return [in_features, out_features, scale]
 
 
 # kernelgym metadata (read without running the file): the cpu size replaces the constants above.

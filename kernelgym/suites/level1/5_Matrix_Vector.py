@@ -1,0 +1,28 @@
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """Matrix times a column vector: (m, k) @ (k, 1) -> (m, 1). Bound by reading the matrix once."""
+
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, a: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        return torch.matmul(a, x)
+
+
+m = 8192
+k = 12288
+
+
+def get_inputs():
+    return [torch.randn(m, k), torch.randn(k, 1)]
+
+
+def get_init_inputs():
+    return []
+
+
+# kernelgym metadata (read without running the file): the cpu size replaces the constants above.
+KERNELGYM = {"category": "matmul", "sizes": {"cpu": {"m": 512, "k": 2048}}}

@@ -1,0 +1,29 @@
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """Elementwise logistic sigmoid 1 / (1 + exp(-x))."""
+
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.sigmoid(x)
+
+
+batch_size = 8192
+dim = 12288
+
+
+def get_inputs():
+    # Wide enough that both tails (saturating towards 0 and towards 1) are exercised.
+    return [torch.randn(batch_size, dim) * 4]
+
+
+def get_init_inputs():
+    return []
+
+
+# kernelgym metadata (read without running the file): the cpu size replaces the constants above.
+KERNELGYM = {"category": "activation", "sizes": {"cpu": {"batch_size": 128, "dim": 2048}}}

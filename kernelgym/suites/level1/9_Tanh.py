@@ -1,0 +1,28 @@
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """Elementwise hyperbolic tangent."""
+
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(x)
+
+
+batch_size = 8192
+dim = 12288
+
+
+def get_inputs():
+    return [torch.randn(batch_size, dim) * 2]
+
+
+def get_init_inputs():
+    return []
+
+
+# kernelgym metadata (read without running the file): the cpu size replaces the constants above.
+KERNELGYM = {"category": "activation", "sizes": {"cpu": {"batch_size": 128, "dim": 2048}}}

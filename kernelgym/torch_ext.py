@@ -1,0 +1,147 @@
+"""KernelBench-style `load_inline` solutions, built by kernelgym's trusted worker and cached by content.
+
+Inside an evaluation, `torch.utils.cpp_extension.load_inline` is replaced by `load_inline` below: the
+sources go to the worker, which compiles them (never importing them) into `<cache>/torch_ext/<key>/`,
+and the candidate's process imports the finished module. The same sources are never built twice, and the
+candidate cannot write into the cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.machinery
+import importlib.util
+import inspect
+import os
+import shutil
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import kernelgym.kernels as kernels
+
+_CUDA_PRELUDE = "#include <torch/types.h>\n#include <cuda.h>\n#include <cuda_runtime.h>\n"
+
+
+@dataclass(frozen=True)
+class ExtensionRequest:
+    name: str
+    cpp_sources: tuple[str, ...]
+    cuda_sources: tuple[str, ...]
+    functions: tuple[str, ...]
+    extra_cflags: tuple[str, ...] = ()
+    extra_cuda_cflags: tuple[str, ...] = ()
+    extra_ldflags: tuple[str, ...] = ()
+
+    @property
+    def key(self) -> str:
+        import torch
+
+        parts = [self.name, *self.cpp_sources, "\0cuda", *self.cuda_sources, "\0fn", *self.functions,
+                 *self.extra_cflags, *self.extra_cuda_cflags, *self.extra_ldflags, torch.__version__,
+                 os.environ.get("TORCH_CUDA_ARCH_LIST", "")]
+        return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+    def to_meta(self) -> dict:
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in self.__dict__.items()}
+
+    @classmethod
+    def from_meta(cls, meta: dict) -> ExtensionRequest:
+        def strings(key):
+            return tuple(str(x) for x in meta.get(key, []))
+
+        name = str(meta.get("name", "ext"))
+        if not name.isidentifier():
+            raise kernels.BuildError(f"extension name {name!r} is not a valid identifier", "")
+        functions = strings("functions")
+        if not all(f.isidentifier() for f in functions):
+            raise kernels.BuildError("function names must be identifiers", "")
+        return cls(name, strings("cpp_sources"), strings("cuda_sources"), functions, strings("extra_cflags"),
+                   strings("extra_cuda_cflags"), strings("extra_ldflags"))
+
+
+def _bindings(functions: Sequence[str]) -> str:
+    lines = [f'  m.def("{f}", &{f}, "{f}");' for f in functions]
+    return "\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {\n" + "\n".join(lines) + "\n}\n"
+
+
+def build(request: ExtensionRequest, root: Path | None = None) -> Path:
+    """Compile (or reuse) the extension; returns the folder holding `<name>.so`. Never imports it."""
+    from torch.utils import cpp_extension
+
+    out_dir = (root or kernels.cache_root()) / "torch_ext" / request.key
+    if (out_dir / f"{request.name}.so").exists():
+        return out_dir
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=".build-"))
+    try:
+        sources = [tmp / "main.cpp"]
+        sources[0].write_text("#include <torch/extension.h>\n" + "\n".join(request.cpp_sources)
+                              + (_bindings(request.functions) if request.functions else ""))
+        if request.cuda_sources:
+            sources.append(tmp / "cuda.cu")
+            sources[1].write_text(_CUDA_PRELUDE + "\n".join(request.cuda_sources))
+        options = dict(name=request.name, sources=[str(s) for s in sources], extra_cflags=list(request.extra_cflags),
+                       extra_cuda_cflags=list(request.extra_cuda_cflags), extra_ldflags=list(request.extra_ldflags),
+                       extra_include_paths=[], build_directory=str(tmp), verbose=False,
+                       with_cuda=bool(request.cuda_sources))
+        accepted = inspect.signature(cpp_extension._write_ninja_file_and_build_library).parameters
+        for optional in ("extra_sycl_cflags", "with_sycl"):
+            if optional in accepted:
+                options[optional] = None if optional == "with_sycl" else []
+        try:
+            cpp_extension._write_ninja_file_and_build_library(**options)
+        except Exception as exc:  # the compiler's output is in the message
+            raise kernels.BuildError("compilation failed", str(exc)) from None
+        os.chmod(tmp, 0o755)
+        try:
+            os.rename(tmp, out_dir)
+        except OSError:  # built concurrently by another worker
+            pass
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out_dir
+
+
+def load_inline(name, cpp_sources, cuda_sources=None, functions=None, extra_cflags=None, extra_cuda_cflags=None,
+                extra_ldflags=None, **_ignored):
+    """Drop-in for `torch.utils.cpp_extension.load_inline` inside an evaluation (same main arguments)."""
+
+    def listed(value) -> tuple[str, ...]:
+        if value is None:
+            return ()
+        return (value,) if isinstance(value, str) else tuple(value)
+
+    names = tuple(functions) if isinstance(functions, dict) else listed(functions)
+    request = ExtensionRequest(name, listed(cpp_sources), listed(cuda_sources), names, listed(extra_cflags),
+                               listed(extra_cuda_cflags), listed(extra_ldflags))
+    folder = kernels.remote_extension_builder(request) if kernels.remote_extension_builder else build(request)
+    return _CountingModule(_import(name, folder / f"{name}.so"), names)
+
+
+def _import(name: str, path: Path):
+    loader = importlib.machinery.ExtensionFileLoader(name, str(path))
+    spec = importlib.util.spec_from_file_location(name, str(path), loader=loader)
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module
+
+
+class _CountingModule:
+    """The extension module, with its bound functions counted as the solution's own kernel calls."""
+
+    def __init__(self, module, functions: Sequence[str]):
+        self._module = module
+        self._functions = set(functions)
+
+    def __getattr__(self, name: str):
+        value = getattr(self._module, name)
+        if name not in self._functions:
+            return value
+
+        def call(*args, **kwargs):
+            with kernels.KERNEL_STATS.timed(name):
+                return value(*args, **kwargs)
+
+        return call

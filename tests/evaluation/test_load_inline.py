@@ -1,0 +1,29 @@
+"""KernelBench-style load_inline solutions: built once by the trusted worker, cached, and judged like any other."""
+
+from pathlib import Path
+
+import pytest
+
+from kernelgym.evaluation.result import Verdict
+from kernelgym.tasks import bundled
+
+SOLUTION = (Path(__file__).parents[2] / "benchmarks" / "kernelbench_style" / "relu_cpp_load_inline.py").read_text()
+
+
+@pytest.mark.slow
+def test_load_inline_solution_builds_once_and_is_judged(pool):
+    task = bundled().get("L1/1_ReLU")
+    unique = SOLUTION.replace("#include <torch/extension.h>", "#include <torch/extension.h>\n// test build", 1)
+    first = pool.evaluate(task, unique, backend="cpp")
+    second = pool.evaluate(task, unique, backend="cpp")
+    assert first.verdict is Verdict.OK and second.verdict is Verdict.OK, (first.reasons, second.reasons)
+    assert second.build.cached and second.build.build_s < 1.0
+    assert second.profile.own_kernel_calls >= 1
+
+
+def test_load_inline_passthrough_in_cpp_is_caught(pool):
+    """A C++ extension that calls torch's own op from C++ is still PyTorch compute."""
+    task = bundled().get("L1/1_ReLU")
+    cheat = SOLUTION.replace("auto y = torch::empty_like(x);", "auto y = torch::relu(x); return y;")
+    result = pool.evaluate(task, cheat, backend="cpp")
+    assert result.verdict is Verdict.HACK and result.reasons[0].startswith("torch_compute"), result.reasons
