@@ -1,1 +1,27 @@
-"""(being written)"""
+"""kernelgym.agents: policies, prompting baselines and the bench runner (light to import: LLM libraries
+load only when a policy that needs them is built)."""
+
+from __future__ import annotations
+
+_LAZY = {
+    "Policy": "kernelgym.agents.policy",
+    "BasePolicy": "kernelgym.agents.policy",
+    "Reply": "kernelgym.agents.policy",
+    "to_messages": "kernelgym.agents.policy",
+    "make_policy": "kernelgym.agents.policies",
+    "BenchConfig": "kernelgym.agents.bench",
+    "run_bench": "kernelgym.agents.bench",
+    "summarize": "kernelgym.agents.report",
+    "EpisodeRecord": "kernelgym.agents.baselines.common",
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'kernelgym.agents' has no attribute {name!r}")
+
+
+__all__ = sorted(_LAZY)

@@ -1,9 +1,9 @@
 """Skill retrieval quality: BM25 recall@k and MRR over the labelled bundled-suite set.
 
-    python benchmarks/skill_retrieval.py [--k 5] [--labels FILE] [--out benchmarks/skill_retrieval.md] [--misses]
+    python benchmarks/skill_retrieval.py [--k 5] [--labels FILE] [--out FILE.md] [--misses]
 
 Uses the seed library (a throwaway database, so the user's library does not change the numbers) and the
-labels in kernelgym/skill_store/labelled/bundled.jsonl. Prints the numbers and writes a Markdown report with
+labels in skill_store/bundled_labels.jsonl. Prints the numbers and writes a Markdown report with
 the machine, versions and date.
 """
 
@@ -36,8 +36,12 @@ def main() -> int:
     parser.add_argument("--k", type=int, default=5)
     parser.add_argument("--labels", default=None, help="labelled JSONL (default: the bundled set)")
     parser.add_argument("--out", default=str(Path(__file__).with_name("skill_retrieval.md")))
-    parser.add_argument("--bound-mismatch", type=float, default=None,
-                        help="score share kept by skills of the other bound type (default: RetrievalConfig's; 1 = off)")
+    parser.add_argument(
+        "--bound-mismatch",
+        type=float,
+        default=None,
+        help="score share kept by skills of the other bound type (default: RetrievalConfig's; 1 = off)",
+    )
     parser.add_argument("--misses", action="store_true", help="also print every row with recall below 1")
     args = parser.parse_args()
 
@@ -46,6 +50,7 @@ def main() -> int:
     from kernelgym.skill_store import SkillStore
     from kernelgym.skill_store.labels import default_labels_path, evaluate_retrieval, load_labels
     from kernelgym.skill_store.retrieval import RetrievalConfig, Retriever
+
     from kernelgym.tasks import bundled
 
     labels = load_labels(args.labels)
@@ -69,16 +74,22 @@ def main() -> int:
 
     def row(name, qs):
         n = len(qs)
-        return (f"| {name} | {n} | {sum(q.recall for q in qs) / n:.3f} | "
-                f"{sum(q.reciprocal_rank for q in qs) / n:.3f} |")
+        return (
+            f"| {name} | {n} | {sum(q.recall for q in qs) / n:.3f} | "
+            f"{sum(q.reciprocal_rank for q in qs) / n:.3f} |"
+        )
 
-    print(f"BM25 over {n_skills} seed skills, {metrics.n} labelled (task, backend) rows "
-          f"from {len({q.task_id for q in metrics.queries})} tasks")
+    print(
+        f"BM25 over {n_skills} seed skills, {metrics.n} labelled (task, backend) rows "
+        f"from {len({q.task_id for q in metrics.queries})} tasks"
+    )
     print(f"recall@{args.k} = {metrics.recall_at_k:.3f}   MRR = {metrics.mrr:.3f}   ({elapsed:.2f} s)")
     for name in sorted(groups):
         qs = groups[name]
-        print(f"  {name:12s} n={len(qs):3d}  recall@{args.k}={sum(q.recall for q in qs) / len(qs):.3f}  "
-              f"MRR={sum(q.reciprocal_rank for q in qs) / len(qs):.3f}")
+        print(
+            f"  {name:12s} n={len(qs):3d}  recall@{args.k}={sum(q.recall for q in qs) / len(qs):.3f}  "
+            f"MRR={sum(q.reciprocal_rank for q in qs) / len(qs):.3f}"
+        )
     misses = [q for q in metrics.queries if q.recall < 1.0]
     if args.misses:
         for q in misses:
@@ -93,17 +104,18 @@ def main() -> int:
         f"Machine: {_cpu()} ({os.cpu_count()} cores), {platform.system()} {platform.release()}  ",
         f"Python {platform.python_version()}; " + ", ".join(f"{k} {v}" for k, v in versions.items()) + "  ",
         f"Command: `python benchmarks/skill_retrieval.py --k {args.k}"
-        + (f" --bound-mismatch {args.bound_mismatch:g}" if args.bound_mismatch is not None else "") + "`",
+        + (f" --bound-mismatch {args.bound_mismatch:g}" if args.bound_mismatch is not None else "")
+        + "`",
         "",
         f"BM25 alone (no LLM rerank) over the {n_skills} seed skills, filtered by each row's backend; "
-        f"{metrics.n} labelled (task, backend) rows over {len({q.task_id for q in metrics.queries})} bundled tasks "
-        f"(`{_relative(args.labels or default_labels_path())}`). recall@{args.k} is the mean share of a row's "
-        f"relevant skills found in its top {args.k}; MRR uses the rank of the first relevant skill in the full "
-        "ranking.",
+        f"{metrics.n} labelled (task, backend) rows over {len({q.task_id for q in metrics.queries})} "
+        f"bundled tasks (`{_relative(args.labels or default_labels_path())}`). "
+        f"recall@{args.k} is the mean share of a row's relevant skills found in its top {args.k}; "
+        "MRR uses the rank of the first relevant skill in the full ranking.",
         "",
         f"Retrieval settings: field weights {config.field_weights}, BM25 k1={config.k1}, b={config.b}, "
-        f"bound prior {config.bound_mismatch:g} (the score share kept by a skill whose bound type is the opposite "
-        "of the task's guessed one; 1 turns it off).",
+        f"bound prior {config.bound_mismatch:g} (the score share kept by a skill whose bound type is the "
+        "opposite of the task's guessed one; 1 turns it off).",
         "",
         f"| rows | n | recall@{args.k} | MRR |",
         "|---|---|---|---|",

@@ -10,8 +10,6 @@ applied by `make_kernel_env` (the registered entry point) so that `gym.make(id, 
 from __future__ import annotations
 
 import os
-import sys
-import threading
 import time
 import uuid
 from collections.abc import Iterable
@@ -44,42 +42,12 @@ def shared_pool():
     return default_pool()
 
 
-def _forget_inherited_pool() -> None:
-    # A forked child (AsyncVectorEnv's workers) inherits the parent's default pool object, whose sockets
-    # lead to the parent's worker processes: using it would interleave two processes on one connection.
-    # The child must start its own pool, so drop the inherited one (and a lock that may have been held).
-    module = sys.modules.get("kernelgym.evaluation")
-    if module is not None and getattr(module, "_default_pool", None) is not None:
-        module._default_pool = None
-        if hasattr(module, "_default_lock"):
-            module._default_lock = threading.Lock()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_inherited_pool)
-
-
-def _make_pools_shareable() -> None:
-    # gymnasium deep-copies env specs (their kwargs hold the pool) and AsyncVectorEnv pickles them; a pool
-    # is a shared resource, so a copy must be the pool itself and an unpickled one the receiving process's
-    # default pool. Stopgap until EvalPool defines these two methods itself.
-    from kernelgym.workers.pool import EvalPool
-
-    if "__deepcopy__" not in EvalPool.__dict__:
-        EvalPool.__deepcopy__ = lambda self, memo: self
-    if "__reduce__" not in EvalPool.__dict__:
-        EvalPool.__reduce__ = lambda self: (shared_pool, ())
-
-
-_make_pools_shareable()
-
-
 def cuda_available() -> bool:
     try:
         import torch
 
         return bool(torch.cuda.is_available())
-    except Exception:  # a broken driver is "no GPU" for choosing defaults
+    except Exception:  # noqa: BLE001 (a broken driver is "no GPU" for choosing defaults)
         return False
 
 
@@ -166,7 +134,7 @@ class _Episode:
 class KernelEnv(gym.Env):
     """Multi-turn kernel optimization. Build through `gym.make("KernelGym-L1-v0", ...)`; see EnvConfig."""
 
-    metadata = {"render_modes": ["ansi"], "render_fps": 1}
+    metadata: dict[str, Any] = {"render_modes": ["ansi"], "render_fps": 1}  # noqa: RUF012 (gymnasium's API)
 
     def __init__(self, config: EnvConfig | None = None, *, tasks: TaskSet | Iterable[Task] | None = None,
                  **kwargs: Any):
@@ -262,8 +230,8 @@ class KernelEnv(gym.Env):
             return "KernelEnv: not reset yet\n"
         lines = [
             f"[kernelgym] {ep.task.id} | backend {self.backend} | size {ep.size} | reward {self.reward_name}",
-            f"turn {ep.turn}/{self.config.max_turns} | last {ep.verdicts[-1] if ep.verdicts else '-'}"
-            f" {ep.last_speedup:.3g}x | best {ep.best_speedup:.3g}x | return {sum(ep.rewards):.3f}",
+            (f"turn {ep.turn}/{self.config.max_turns} | last {ep.verdicts[-1] if ep.verdicts else '-'}"
+             f" {ep.last_speedup:.3g}x | best {ep.best_speedup:.3g}x | return {sum(ep.rewards):.3f}"),
         ]
         if ep.feedback:
             lines += ["--- feedback ---", ep.feedback]
@@ -320,7 +288,7 @@ class KernelEnv(gym.Env):
             return pool.evaluate(ep.task, code, backend=self.backend, size=ep.size, **self._eval_options)
         except KernelGymError:
             raise  # a closed pool or a bad option is the caller's mistake, not the agent's
-        except Exception as exc:  # the judge failed: a crashed turn for the agent, a warning for the caller
+        except Exception as exc:  # noqa: BLE001 (the judge failed: a crashed turn, and a warning for the caller)
             logger.warn(f"kernelgym evaluation failed ({type(exc).__name__}: {exc}); scored as a crash")
             return EvalResult(ep.task.id, self.backend, ep.size, Verdict.CRASH,
                               [f"evaluator_error: {type(exc).__name__}: {str(exc)[:300]}"])

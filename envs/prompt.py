@@ -12,7 +12,7 @@ import subprocess
 from kernelgym.envs.parsing import DONE_MARKER
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def cpu_name() -> str:
     try:
         with open("/proc/cpuinfo") as f:
@@ -24,14 +24,14 @@ def cpu_name() -> str:
     return platform.processor() or platform.machine() or "unknown CPU"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def gpu_name() -> str:
     # nvidia-smi rather than torch.cuda: initializing CUDA here would break vector envs that fork later.
     exe = shutil.which("nvidia-smi")
     if exe:
         try:
             out = subprocess.run([exe, "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
-                                 text=True, timeout=10)
+                                 text=True, timeout=10, check=False)
             names = [n.strip() for n in out.stdout.splitlines() if n.strip()]
             if names:
                 return names[0]
@@ -91,8 +91,8 @@ def build_prompt(
             if target_speedup else "")
     return "\n".join([
         f"Task: {task_id} (KernelBench level {level}, {category}; problem size '{size}').",
-        f"Write a faster `ModelNew` for the reference PyTorch module `Model` ({task_name}) using the "
-        f"'{backend}' backend.",
+        (f"Write a faster `ModelNew` for the reference PyTorch module `Model` ({task_name}) using the "
+         f"'{backend}' backend."),
         "",
         "Reference module:",
         "```python",
@@ -104,9 +104,9 @@ def build_prompt(
         "",
         hardware,
         "",
-        "The judge builds your module in an isolated process, checks it against the reference on fresh hidden "
-        "inputs (a wrong output, a crash or a rule violation earns nothing), then times both: only a speedup "
-        f"that is statistically verified is rewarded.{goal}",
+        ("The judge builds your module in an isolated process, checks it against the reference on fresh hidden "
+         "inputs (a wrong output, a crash or a rule violation earns nothing), then times both: only a speedup "
+         f"that is statistically verified is rewarded.{goal}"),
         how,
         "",
         f"Turns left: {turns_left} of {max_turns}.",

@@ -253,7 +253,7 @@ def make_rollout_func(
             from trl.models import unwrap_model_for_generation
 
             unwrap = unwrap_model_for_generation(trainer.model_wrapped, trainer.accelerator)
-        except Exception:  # older or newer TRL: the bare model generates just as well on one process
+        except Exception:  # noqa: BLE001 (another TRL: the bare model generates as well on one process)
             unwrap = None
         with unwrap if unwrap is not None else contextlib.nullcontext(model) as generator:
             was_training = generator.training

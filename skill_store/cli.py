@@ -17,8 +17,11 @@ from rich.table import Table
 
 from kernelgym.errors import KernelGymError
 
-app = typer.Typer(help="The skill library: list, show, search, add (through the gate), verify, export, import.",
-                  no_args_is_help=True, pretty_exceptions_enable=False)
+app = typer.Typer(
+    help="The skill library: list, show, search, add (through the gate), verify, export, import.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
 console = Console()
 # A task reference such as "L2/1_Gemm_BiasAdd_ReLU" or "bundled/L1/1_ReLU": search uses the task's source.
 _TASK_REF = re.compile(r"^([\w.-]+/)?L[123]/\d+_\S+$")
@@ -30,9 +33,12 @@ def _fail(message: str) -> None:
 
 
 @app.callback()
-def main(ctx: typer.Context,
-         db: Path | None = typer.Option(None, "--db", help="database (default: $KERNELGYM_SKILLS_DB or "
-                                                             "~/.cache/kernelgym/skills.sqlite)")) -> None:
+def main(
+    ctx: typer.Context,
+    db: Path | None = typer.Option(
+        None, "--db", help="database (default: $KERNELGYM_SKILLS_DB or ~/.cache/kernelgym/skills.sqlite)"
+    ),
+) -> None:
     """The skill library; the seed skills load into a new database automatically."""
     ctx.obj = {"db": db}
 
@@ -64,9 +70,11 @@ def _short(text: str, width: int) -> str:
 
 
 @app.command("list")
-def list_command(ctx: typer.Context,
-                 status: str | None = typer.Option(None, "--status", help="candidate, admitted or rejected"),
-                 backend: str | None = typer.Option(None, "--backend", help="cuda, triton or cpp")) -> None:
+def list_command(
+    ctx: typer.Context,
+    status: str | None = typer.Option(None, "--status", help="candidate, admitted or rejected"),
+    backend: str | None = typer.Option(None, "--backend", help="cuda, triton or cpp"),
+) -> None:
     """List skills (id, title, backends, bound, status, version)."""
     from kernelgym.skill_store.skill import BACKENDS, STATUSES
 
@@ -79,15 +87,24 @@ def list_command(ctx: typer.Context,
         table = Table("title", "backends", "bound", "status", "v")
         table.columns.insert(0, _id_column())
         for s in skills:
-            table.add_row(s.id, _short(s.title, 60), ",".join(s.applies_when.backends), s.applies_when.bound,
-                          s.status, str(s.version))
+            table.add_row(
+                s.id,
+                _short(s.title, 60),
+                ",".join(s.applies_when.backends),
+                s.applies_when.bound,
+                s.status,
+                str(s.version),
+            )
         console.print(table)
         console.print(f"{len(skills)} skills in {store.path}")
 
 
 @app.command("show")
-def show_command(ctx: typer.Context, skill_id: str = typer.Argument(..., metavar="ID"),
-                 as_json: bool = typer.Option(False, "--json", help="the raw record")) -> None:
+def show_command(
+    ctx: typer.Context,
+    skill_id: str = typer.Argument(..., metavar="ID"),
+    as_json: bool = typer.Option(False, "--json", help="the raw record"),
+) -> None:
     """Print one skill: technique, code pattern, evidence and verification history."""
     import json
 
@@ -98,10 +115,16 @@ def show_command(ctx: typer.Context, skill_id: str = typer.Argument(..., metavar
         return
     aw = skill.applies_when
     console.print(f"[bold]{skill.id}[/bold] v{skill.version}: {skill.title}", highlight=False)
-    console.print(f"status {skill.status}; provenance {skill.provenance.source}"
-                  + (f" ({skill.provenance.trajectory})" if skill.provenance.trajectory else ""), highlight=False)
-    console.print(f"applies when: {'; '.join(aw.patterns)} | bound {aw.bound} | backends {', '.join(aw.backends)}",
-                  highlight=False, markup=False)
+    console.print(
+        f"status {skill.status}; provenance {skill.provenance.source}"
+        + (f" ({skill.provenance.trajectory})" if skill.provenance.trajectory else ""),
+        highlight=False,
+    )
+    console.print(
+        f"applies when: {'; '.join(aw.patterns)} | bound {aw.bound} | backends {', '.join(aw.backends)}",
+        highlight=False,
+        markup=False,
+    )
     console.print("\n" + skill.technique, markup=False)
     if skill.code_pattern:
         console.print("\n" + skill.code_pattern, markup=False, highlight=False)
@@ -113,19 +136,29 @@ def show_command(ctx: typer.Context, skill_id: str = typer.Argument(..., metavar
     if skill.history:
         table = Table("date", "admitted", "verdicts", "speedups", "reason", title="verification history")
         for v in skill.history:
-            table.add_row(v.date, "yes" if v.admitted else "no", ",".join(v.verdicts),
-                          ",".join("-" if s is None else f"{s:.2f}" for s in v.speedups), v.reason)
+            table.add_row(
+                v.date,
+                "yes" if v.admitted else "no",
+                ",".join(v.verdicts),
+                ",".join("-" if s is None else f"{s:.2f}" for s in v.speedups),
+                v.reason,
+            )
         console.print(table)
     if skill.solution is not None:
-        console.print(f"solution: {skill.solution.backend} on {', '.join(skill.solution.task_ids)} "
-                      f"({len(skill.solution.source)} chars)", highlight=False)
+        console.print(
+            f"solution: {skill.solution.backend} on {', '.join(skill.solution.task_ids)} "
+            f"({len(skill.solution.source)} chars)",
+            highlight=False,
+        )
 
 
 @app.command("search")
-def search_command(ctx: typer.Context,
-                   query: str = typer.Argument(..., help="free text, or a task id such as L2/1_Gemm_BiasAdd_ReLU"),
-                   backend: str | None = typer.Option(None, "--backend", help="only skills for this backend"),
-                   k: int = typer.Option(5, "--k", min=1, help="how many skills")) -> None:
+def search_command(
+    ctx: typer.Context,
+    query: str = typer.Argument(..., help="free text, or a task id such as L2/1_Gemm_BiasAdd_ReLU"),
+    backend: str | None = typer.Option(None, "--backend", help="only skills for this backend"),
+    k: int = typer.Option(5, "--k", min=1, help="how many skills"),
+) -> None:
     """BM25 search of the admitted skills (a task id searches with that task's reference source)."""
     from kernelgym.skill_store.retrieval import Retriever
     from kernelgym.skill_store.skill import BACKENDS
@@ -148,8 +181,13 @@ def search_command(ctx: typer.Context,
     table = Table("rank", "score", "title", "backends")
     table.columns.insert(1, _id_column())
     for rank, hit in enumerate(hits, 1):
-        table.add_row(str(rank), hit.id, f"{hit.score:.2f}", _short(hit.skill.title, 60),
-                      ",".join(hit.skill.applies_when.backends))
+        table.add_row(
+            str(rank),
+            hit.id,
+            f"{hit.score:.2f}",
+            _short(hit.skill.title, 60),
+            ",".join(hit.skill.applies_when.backends),
+        )
     console.print(table)
 
 
@@ -173,9 +211,13 @@ def _print_decision(decision) -> None:
 
 
 @app.command("add")
-def add_command(ctx: typer.Context,
-                file: Path = typer.Argument(..., help="candidate .json/.jsonl: the skill, solution_path, task_ids"),
-                runs: int = RunsOpt, threshold: float = ThresholdOpt, timeout: float | None = TimeoutOpt) -> None:
+def add_command(
+    ctx: typer.Context,
+    file: Path = typer.Argument(..., help="candidate .json/.jsonl: the skill, solution_path, task_ids"),
+    runs: int = RunsOpt,
+    threshold: float = ThresholdOpt,
+    timeout: float | None = TimeoutOpt,
+) -> None:
     """Run candidate skills through the gate; each is stored as admitted or rejected (with the reason)."""
     from kernelgym.skill_store.gate import read_candidates
 
@@ -197,9 +239,13 @@ def add_command(ctx: typer.Context,
 
 
 @app.command("verify")
-def verify_command(ctx: typer.Context, ids: list[str] | None = typer.Argument(None, metavar="[ID]...",
-                                                                             help="skills to re-verify (default all)"),
-                   runs: int = RunsOpt, threshold: float = ThresholdOpt, timeout: float | None = TimeoutOpt) -> None:
+def verify_command(
+    ctx: typer.Context,
+    ids: list[str] | None = typer.Argument(None, metavar="[ID]...", help="skills to re-verify (default all)"),
+    runs: int = RunsOpt,
+    threshold: float = ThresholdOpt,
+    timeout: float | None = TimeoutOpt,
+) -> None:
     """Re-verify skills that carry a solution (all of them when no id is given); status follows the result."""
     gate = _gate(runs, threshold, timeout)
     with _store(ctx) as store:
@@ -207,13 +253,16 @@ def verify_command(ctx: typer.Context, ids: list[str] | None = typer.Argument(No
             store.get(skill_id)  # every id checked before anything runs
         decisions = gate.reverify(store, ids or None, on_decision=_print_decision)
     checked = [d for d in decisions if not d.skipped]
-    console.print(f"{sum(d.admitted for d in checked)}/{len(checked)} re-verified skills passed; "
-                  f"{len(decisions) - len(checked)} without a solution skipped")
+    console.print(
+        f"{sum(d.admitted for d in checked)}/{len(checked)} re-verified skills passed; "
+        f"{len(decisions) - len(checked)} without a solution skipped"
+    )
 
 
 @app.command("export")
-def export_command(ctx: typer.Context,
-                   out: Path | None = typer.Option(None, "--out", help="file to write (default: stdout)")) -> None:
+def export_command(
+    ctx: typer.Context, out: Path | None = typer.Option(None, "--out", help="file to write (default: stdout)")
+) -> None:
     """Export the library as JSONL (sorted by id, stable key order: diffable)."""
     with _store(ctx) as store:
         if out is None:

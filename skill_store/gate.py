@@ -20,9 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kernelgym.errors import KernelGymError
-from kernelgym.skill_store.store import SkillExistsError
 from kernelgym.skill_store.skill import Evidence, Skill, SkillFormatError, Solution, Verification, now, today
+from kernelgym.skill_store.store import SkillExistsError
+
+from kernelgym.errors import KernelGymError
 
 
 @dataclass
@@ -31,8 +32,8 @@ class GateConfig:
     threshold: float = 1.0  # every run's verified speedup must be above this
     stop_early: bool = True  # stop at the first failing run: the decision cannot change after it
     demote_on_failure: bool = True  # an admitted skill that fails re-verification becomes "rejected"
-    # Extra evaluation options (timeout_s, timing_trials, ...); `threshold` is forwarded as well, so the judge's
-    # own "verified" (the low end of the speedup's 95% interval above the threshold) uses the same bar.
+    # Extra evaluation options (timeout_s, timing_trials, ...); `threshold` is forwarded as well, so the
+    # judge's own "verified" (low end of the speedup's 95% interval above the threshold) uses the same bar.
     eval_options: dict[str, Any] = field(default_factory=dict)
 
 
@@ -67,7 +68,7 @@ class Candidate:
 
     @classmethod
     def from_dict(cls, data: Any, base_dir: Path | None = None) -> Candidate:
-        """A candidate object: {"skill": {...}, "solution_path" | "solution_source", "task_ids", "backend", "size"}.
+        """A candidate: {"skill": {...}, "solution_path" | "solution_source", "task_ids", "backend", "size"}.
 
         The skill's fields may also sit at the top level next to the solution keys. A relative solution_path
         is resolved against the candidate file's folder first, then the working directory.
@@ -84,19 +85,26 @@ class Candidate:
         if source is None:
             path = data.get("solution_path")
             if not isinstance(path, str) or not path:
-                raise SkillFormatError(f"candidate {skill.id}: give solution_path (a file) or solution_source")
+                raise SkillFormatError(
+                    f"candidate {skill.id}: give solution_path (a file) or solution_source"
+                )
             resolved = _resolve(path, base_dir)
             try:
                 source = resolved.read_text(encoding="utf-8")
             except OSError as exc:
-                raise SkillFormatError(f"candidate {skill.id}: cannot read solution {path}: {exc.strerror}") from None
+                raise SkillFormatError(
+                    f"candidate {skill.id}: cannot read solution {path}: {exc.strerror}"
+                ) from None
         task_ids = data.get("task_ids")
         if isinstance(task_ids, str):
             task_ids = [task_ids]
         if not isinstance(task_ids, list) or not task_ids:
-            raise SkillFormatError(f"candidate {skill.id}: task_ids must list the task(s) the solution solves")
-        backend = data.get("backend") or (skill.applies_when.backends[0] if len(skill.applies_when.backends) == 1
-                                          else "cpp")
+            raise SkillFormatError(
+                f"candidate {skill.id}: task_ids must list the task(s) the solution solves"
+            )
+        backend = data.get("backend") or (
+            skill.applies_when.backends[0] if len(skill.applies_when.backends) == 1 else "cpp"
+        )
         solution = Solution(source=source, task_ids=list(task_ids), backend=backend, size=data.get("size"))
         skill.solution = solution
         skill.validate()
@@ -122,7 +130,9 @@ def read_candidates(path: str | os.PathLike) -> list[Candidate]:
     except json.JSONDecodeError as exc:
         lines = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
         if len(lines) < 2:
-            raise SkillFormatError(f"{path}: bad JSON ({exc.msg}, line {exc.lineno} column {exc.colno})") from None
+            raise SkillFormatError(
+                f"{path}: bad JSON ({exc.msg}, line {exc.lineno} column {exc.colno})"
+            ) from None
         for number, line in lines:
             try:
                 objects.append(json.loads(line))
@@ -150,8 +160,14 @@ EvaluateFn = Callable[..., Any]  # (task, source, backend=, size=, pool=, **opti
 class Gate:
     """Runs candidates through the judge and records the decision in a store."""
 
-    def __init__(self, config: GateConfig | None = None, *, pool=None, evaluate: EvaluateFn | None = None,
-                 resolve_task: Callable[[str], Any] | None = None):
+    def __init__(
+        self,
+        config: GateConfig | None = None,
+        *,
+        pool=None,
+        evaluate: EvaluateFn | None = None,
+        resolve_task: Callable[[str], Any] | None = None,
+    ):
         self.config = config or GateConfig()
         if self.config.runs < 1:
             raise KernelGymError("the gate needs at least one run per task")
@@ -184,8 +200,14 @@ class Gate:
         failure = ""
         for task_id, task in tasks:
             for index in range(self.config.runs):
-                result = evaluate(task, solution.source, backend=solution.backend, size=solution.size,
-                                  pool=self.pool, **options)
+                result = evaluate(
+                    task,
+                    solution.source,
+                    backend=solution.backend,
+                    size=solution.size,
+                    pool=self.pool,
+                    **options,
+                )
                 record = _record(task_id, index, result)
                 runs.append(record)
                 problem = self._problem(record)
@@ -197,7 +219,8 @@ class Gate:
             return GateDecision(skill_id, False, failure, runs)
         speeds = [r.verified_speedup for r in runs]
         return GateDecision(
-            skill_id, True,
+            skill_id,
+            True,
             f"{len(runs)}/{len(runs)} runs ok, verified speedup {min(speeds):.2f}x-{max(speeds):.2f}x "
             f"> {self.config.threshold:g}",
             runs,
@@ -210,10 +233,14 @@ class Gate:
             return f"{where}: verdict {r.verdict}{why}"[:400]
         if r.verified_speedup is None:
             shown = f"{r.speedup:.2f}x" if r.speedup is not None else "none"
-            return (f"{where}: speedup {shown} not verified above {self.config.threshold:g} "
-                    "(the low end of its 95% interval is not above the threshold, or timing was unavailable)")
+            return (
+                f"{where}: speedup {shown} not verified above {self.config.threshold:g} "
+                "(the low end of its 95% interval is not above the threshold, or timing was unavailable)"
+            )
         if r.verified_speedup <= self.config.threshold:
-            return f"{where}: verified speedup {r.verified_speedup:.2f}x is not above {self.config.threshold:g}"
+            return (
+                f"{where}: verified speedup {r.verified_speedup:.2f}x is not above {self.config.threshold:g}"
+            )
         return ""
 
     # -- recording -----------------------------------------------------------------------------------------
@@ -223,8 +250,10 @@ class Gate:
         old = store.find(candidate.skill.id)
         if old is not None and old.solution is None:
             # A seed or hand-written skill has nothing the gate could re-run; a candidate must not replace it.
-            raise SkillExistsError(f"skill id {old.id!r} belongs to a {old.provenance.source} skill; "
-                                   "give the candidate another id")
+            raise SkillExistsError(
+                f"skill id {old.id!r} belongs to a {old.provenance.source} skill; "
+                "give the candidate another id"
+            )
         decision = self.check(candidate.skill.id, candidate.solution)
         skill = Skill.from_dict(candidate.skill.to_dict())
         skill.solution = candidate.solution
@@ -234,15 +263,23 @@ class Gate:
         store.put(_apply(skill, decision, demote=True))
         return decision
 
-    def reverify(self, store, ids: Iterable[str] | None = None,
-                 on_decision: Callable[[GateDecision], None] | None = None) -> list[GateDecision]:
+    def reverify(
+        self,
+        store,
+        ids: Iterable[str] | None = None,
+        on_decision: Callable[[GateDecision], None] | None = None,
+    ) -> list[GateDecision]:
         """Re-run the gate on the given skills (all when None); each decision is written as it is made."""
         skills = [store.get(i) for i in ids] if ids else store.list()
         decisions = []
         for skill in skills:
             if skill.solution is None:
-                decision = GateDecision(skill.id, skill.status == "admitted",
-                                        "no stored solution to re-run (seed or hand-written skill)", skipped=True)
+                decision = GateDecision(
+                    skill.id,
+                    skill.status == "admitted",
+                    "no stored solution to re-run (seed or hand-written skill)",
+                    skipped=True,
+                )
             else:
                 decision = self.check(skill.id, skill.solution)
                 store.put(_apply(skill, decision, demote=self.config.demote_on_failure))
@@ -256,8 +293,12 @@ def _record(task_id: str, index: int, result) -> RunRecord:
     verdict = getattr(result.verdict, "value", result.verdict)
     timing = getattr(result, "timing", None)
     return RunRecord(
-        task_id=task_id, run=index, verdict=str(verdict), speedup=result.speedup,
-        verified_speedup=result.verified_speedup, reasons=list(result.reasons or []),
+        task_id=task_id,
+        run=index,
+        verdict=str(verdict),
+        speedup=result.speedup,
+        verified_speedup=result.verified_speedup,
+        reasons=list(result.reasons or []),
         device=str(getattr(timing, "device", "") or ""),
     )
 
@@ -267,18 +308,28 @@ def _apply(skill: Skill, decision: GateDecision, demote: bool) -> Skill:
     skill = Skill.from_dict(skill.to_dict())
     # The verified speedup where there is one, else the raw one: a rejected run still shows how close it was.
     speedups = [r.verified_speedup if r.verified_speedup is not None else r.speedup for r in decision.runs]
-    skill.history.append(Verification(
-        date=now(), verdicts=[r.verdict for r in decision.runs], speedups=speedups, reason=decision.reason,
-        admitted=decision.admitted, tasks=[r.task_id for r in decision.runs],
-    ))
+    skill.history.append(
+        Verification(
+            date=now(),
+            verdicts=[r.verdict for r in decision.runs],
+            speedups=speedups,
+            reason=decision.reason,
+            admitted=decision.admitted,
+            tasks=[r.task_id for r in decision.runs],
+        )
+    )
     if decision.admitted:
         skill.status = "admitted"
         for task_id in dict.fromkeys(r.task_id for r in decision.runs):
             task_runs = [r for r in decision.runs if r.task_id == task_id]
             hardware = hardware_name(task_runs[0].device)
             # The slowest run is the speedup every run reproduced: the honest number to quote.
-            evidence = Evidence(task_id=task_id, speedup=round(min(r.verified_speedup for r in task_runs), 4),
-                                hardware=hardware, date=today())
+            evidence = Evidence(
+                task_id=task_id,
+                speedup=round(min(r.verified_speedup for r in task_runs), 4),
+                hardware=hardware,
+                date=today(),
+            )
             skill.evidence = [e for e in skill.evidence if (e.task_id, e.hardware) != (task_id, hardware)]
             skill.evidence.append(evidence)
     elif demote or skill.status != "admitted":
@@ -295,7 +346,7 @@ def hardware_name(device: str = "") -> str:
     return f"{_cpu_name()}, {threads}" if threads else _cpu_name()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _cpu_name() -> str:
     try:
         with open("/proc/cpuinfo") as f:
@@ -307,14 +358,15 @@ def _cpu_name() -> str:
     return f"{platform.processor() or platform.machine()} ({os.cpu_count()} cores)"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _gpu_name() -> str:
     # nvidia-smi, not torch.cuda: initializing CUDA in this process would break forks made later.
     exe = shutil.which("nvidia-smi")
     if exe:
         try:
-            out = subprocess.run([exe, "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True,
-                                 timeout=10)
+            out = subprocess.run(
+                [exe, "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True, timeout=10
+            )
             names = [n.strip() for n in out.stdout.splitlines() if n.strip()]
             if names:
                 return names[0]

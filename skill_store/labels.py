@@ -47,7 +47,7 @@ class RetrievalMetrics:
 
 
 def default_labels_path() -> Path:
-    return Path(str(resources.files("kernelgym.skill_store") / "labelled" / "bundled.jsonl"))
+    return Path(str(resources.files("kernelgym.skill_store") / "bundled_labels.jsonl"))
 
 
 def load_labels(path: str | os.PathLike | None = None) -> list[Label]:
@@ -73,11 +73,19 @@ def evaluate_retrieval(retriever, labels: list[Label], tasks, k: int = 5, policy
     for label in labels:
         task = tasks.get(label.task_id)
         full = [h.id for h in retriever.search(task, backend=label.backend, k=10**6)]
-        top = [h.id for h in retriever.search(task, backend=label.backend, k=k, policy=policy)] if policy else full[:k]
+        top = (
+            [h.id for h in retriever.search(task, backend=label.backend, k=k, policy=policy)]
+            if policy
+            else full[:k]
+        )
         relevant = set(label.relevant)
         recall = len(relevant & set(top)) / len(relevant) if relevant else 0.0
         ranking = top + [i for i in full if i not in top] if policy else full
         rank = next((i for i, sid in enumerate(ranking, 1) if sid in relevant), None)
-        scores.append(QueryScore(label.task_id, label.backend, label.relevant, top, recall, 1.0 / rank if rank else 0.0))
+        scores.append(
+            QueryScore(label.task_id, label.backend, label.relevant, top, recall, 1.0 / rank if rank else 0.0)
+        )
     n = max(len(scores), 1)
-    return RetrievalMetrics(k, sum(s.recall for s in scores) / n, sum(s.reciprocal_rank for s in scores) / n, scores)
+    return RetrievalMetrics(
+        k, sum(s.recall for s in scores) / n, sum(s.reciprocal_rank for s in scores) / n, scores
+    )

@@ -12,22 +12,32 @@ import ast
 import re
 from dataclasses import dataclass, field
 
-from kernelgym.skill_store.tokenize import tokenize
+from kernelgym.skill_store.tokens import tokenize
 
 # Ops whose arithmetic grows faster than their data: a task containing one is (usually) compute-bound.
-COMPUTE_OPS = frozenset("""
+COMPUTE_OPS = frozenset(
+    """
 matmul mm bmm addmm baddbmm einsum linear bilinear conv1d conv2d conv3d convtranspose1d convtranspose2d
 convtranspose3d conv_transpose1d conv_transpose2d conv_transpose3d lstm gru rnn multiheadattention
 scaled_dot_product_attention tensordot
-""".split())
+""".split()
+)
 
-_BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.Pow: "pow",
-           ast.MatMult: "matmul"}
+_BINOPS = {
+    ast.Add: "add",
+    ast.Sub: "sub",
+    ast.Mult: "mul",
+    ast.Div: "div",
+    ast.Pow: "pow",
+    ast.MatMult: "matmul",
+}
 # Calls that only move or describe data; they say nothing about which technique applies.
-_IGNORED_CALLS = frozenset("""
+_IGNORED_CALLS = frozenset(
+    """
 view reshape size contiguous super randn rand zeros ones empty tensor float to cuda cpu append range len
 parameter int list tuple print dim numel unsqueeze squeeze flatten expand repeat clone detach
-""".split())
+""".split()
+)
 
 
 @dataclass
@@ -117,8 +127,13 @@ def query_for_source(source: str) -> TaskQuery:
             ops.append(_BINOPS[type(node.op)])
     ops = list(dict.fromkeys(ops))
     bound = "compute" if any(op.lower() in COMPUTE_OPS for op in ops) else "memory"
-    return TaskQuery(doc=doc, ops=ops, keywords=list(dict.fromkeys(keywords)),
-                     constants=list(dict.fromkeys(constants)), bound=bound)
+    return TaskQuery(
+        doc=doc,
+        ops=ops,
+        keywords=list(dict.fromkeys(keywords)),
+        constants=list(dict.fromkeys(constants)),
+        bound=bound,
+    )
 
 
 def _call_name(func: ast.expr) -> str:

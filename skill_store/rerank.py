@@ -39,8 +39,11 @@ def rerank_prompt(query_text: str, hits, config: RerankConfig) -> str:
     ]
     for hit in hits:
         skill = hit.skill
-        technique = skill.technique if len(skill.technique) <= config.technique_chars else (
-            skill.technique[: config.technique_chars].rsplit(" ", 1)[0] + " ...")
+        technique = (
+            skill.technique
+            if len(skill.technique) <= config.technique_chars
+            else (skill.technique[: config.technique_chars].rsplit(" ", 1)[0] + " ...")
+        )
         lines.append(f"- {skill.id}: {skill.title}. {technique}")
     lines += [
         "",

@@ -13,7 +13,7 @@ from typing import Any
 
 from kernelgym.skill_store.query import QueryConfig, TaskQuery, query_for_task, query_for_text
 from kernelgym.skill_store.skill import Skill
-from kernelgym.skill_store.tokenize import tokenize
+from kernelgym.skill_store.tokens import tokenize
 
 
 @dataclass
@@ -25,7 +25,7 @@ class RetrievalConfig:
     )
     k1: float = 1.2
     b: float = 0.75
-    # Score share kept by a skill whose bound type is the opposite of the task's guess ("any" is never touched).
+    # Score share kept by a skill whose bound type is the opposite of the task's guess ("any": never touched).
     # Off by default: on the bundled labels it moved recall@5 by 0.001 and cost 0.02 MRR, since the bound
     # words are already indexed and queried as terms ("compute bound").
     bound_mismatch: float = 1.0
@@ -73,8 +73,9 @@ class Retriever:
     def query_tokens(self, query) -> list[str]:
         return as_query(query).tokens(self.config.query)
 
-    def search(self, query, backend: str | None = None, k: int | None = None, policy=None,
-               rerank_config=None) -> list[Hit]:
+    def search(
+        self, query, backend: str | None = None, k: int | None = None, policy=None, rerank_config=None
+    ) -> list[Hit]:
         """The best k skills for a Task, a TaskQuery, free text or a token list.
 
         With `policy` (anything with `act(observation, info) -> str`), the BM25 candidates are reranked by it;
@@ -86,7 +87,9 @@ class Retriever:
         if bm25 is None or not tokens:
             return []
         bound = "any" if isinstance(query, list) else as_query(query).bound
-        scores = [score * self._bound_factor(skill, bound) for skill, score in zip(docs, bm25.get_scores(tokens))]
+        scores = [
+            score * self._bound_factor(skill, bound) for skill, score in zip(docs, bm25.get_scores(tokens))
+        ]
         ranked = sorted(zip(docs, scores), key=lambda pair: (-pair[1], pair[0].id))
         hits = [Hit(skill, float(score)) for skill, score in ranked if score > 0]
         if policy is None:
@@ -94,10 +97,14 @@ class Retriever:
         from kernelgym.skill_store.rerank import RerankConfig, rerank
 
         config = rerank_config or RerankConfig()
-        result = rerank(as_query(query).text() if not isinstance(query, list) else " ".join(query),
-                        hits[: max(config.candidates, k)], policy, k=k, config=config)
+        result = rerank(
+            as_query(query).text() if not isinstance(query, list) else " ".join(query),
+            hits[: max(config.candidates, k)],
+            policy,
+            k=k,
+            config=config,
+        )
         return result.hits
-
 
     def _bound_factor(self, skill: Skill, bound: str) -> float:
         theirs = skill.applies_when.bound

@@ -77,7 +77,7 @@ class Verification:
 
 @dataclass
 class Solution:
-    """The kernel a skill was distilled from, kept so the gate can re-run it whenever the library is re-verified."""
+    """The kernel a skill came from, kept so the gate can re-run it when the library is re-verified."""
 
     source: str
     task_ids: list[str]
@@ -116,7 +116,11 @@ class Skill:
         aw = self.applies_when
         if aw.bound not in BOUNDS:
             raise SkillFormatError(f"skill {self.id}: bound must be one of {BOUNDS}, not {aw.bound!r}")
-        if not isinstance(aw.backends, list) or not aw.backends or any(b not in BACKENDS for b in aw.backends):
+        if (
+            not isinstance(aw.backends, list)
+            or not aw.backends
+            or any(b not in BACKENDS for b in aw.backends)
+        ):
             raise SkillFormatError(f"skill {self.id}: backends must be a non-empty list among {BACKENDS}")
         if not isinstance(aw.patterns, list) or not all(isinstance(p, str) for p in aw.patterns):
             raise SkillFormatError(f"skill {self.id}: applies_when.patterns must be strings")
@@ -154,7 +158,9 @@ class Skill:
             values["applies_when"] = AppliesWhen(**aw)
             values["provenance"] = Provenance(**prov)
             values["evidence"] = [Evidence(**_checked(e, Evidence, origin)) for e in data.get("evidence", [])]
-            values["history"] = [Verification(**_checked(v, Verification, origin)) for v in data.get("history", [])]
+            values["history"] = [
+                Verification(**_checked(v, Verification, origin)) for v in data.get("history", [])
+            ]
             if data.get("solution") is not None:
                 values["solution"] = Solution(**_checked(data["solution"], Solution, origin))
             return cls(**values)
@@ -166,10 +172,29 @@ class Skill:
         aw = self.applies_when
         return {
             "title": self.title,
-            "applies_when": " ".join([*aw.patterns, f"{aw.bound} bound" if aw.bound != "any" else "", *aw.backends]),
+            "applies_when": " ".join(
+                [*aw.patterns, f"{aw.bound} bound" if aw.bound != "any" else "", *aw.backends]
+            ),
             "technique": self.technique,
             "code_pattern": self.code_pattern,
         }
+
+    def to_prompt(self) -> str:
+        """The skill as a policy reads it: title, when it applies, technique, code pattern, best evidence."""
+        aw = self.applies_when
+        lines = [
+            f"### {self.title} [{self.id}]",
+            f"Applies to: {'; '.join(aw.patterns)} ({aw.bound}-bound)"
+            if aw.patterns
+            else f"Applies to: {aw.bound}-bound work",
+            self.technique,
+        ]
+        if self.code_pattern:
+            lines += ["```", self.code_pattern, "```"]
+        if self.evidence:
+            best = max(self.evidence, key=lambda e: e.speedup)
+            lines.append(f"Verified: {best.speedup:.2f}x on {best.task_id} ({best.hardware}).")
+        return "\n".join(lines)
 
     def content_key(self) -> dict[str, Any]:
         """Everything but the version: two records with the same key need no version bump."""

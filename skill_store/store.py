@@ -15,14 +15,16 @@ import json
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import IO
 
-from kernelgym.errors import KernelGymError
 from kernelgym.skill_store.skill import Skill, SkillFormatError, SkillNotFoundError, now
+
+from kernelgym.errors import KernelGymError
 
 SCHEMA_VERSION = 1
 ENV_VAR = "KERNELGYM_SKILLS_DB"
@@ -115,8 +117,13 @@ def dump_jsonl(skills: Iterable[Skill]) -> str:
 class SkillStore:
     """The library. Safe to share between threads (one connection behind a lock) and between processes."""
 
-    def __init__(self, path: str | os.PathLike | None = None, *, config: StoreConfig | None = None,
-                 seed: bool | None = None):
+    def __init__(
+        self,
+        path: str | os.PathLike | None = None,
+        *,
+        config: StoreConfig | None = None,
+        seed: bool | None = None,
+    ):
         self.config = config or StoreConfig()
         self.path = Path(path or self.config.path or default_db_path()).expanduser()
         self._lock = threading.RLock()
@@ -124,10 +131,13 @@ class SkillStore:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._conn = sqlite3.connect(
-                str(self.path), timeout=self.config.busy_timeout_s, isolation_level=None, check_same_thread=False,
+                str(self.path),
+                timeout=self.config.busy_timeout_s,
+                isolation_level=None,
+                check_same_thread=False,
             )
             self._conn.execute(f"PRAGMA busy_timeout = {int(self.config.busy_timeout_s * 1000)}")
-            self._conn.execute("PRAGMA journal_mode = WAL")
+            self._enable_wal()
             self._conn.execute(f"PRAGMA synchronous = {self.config.synchronous}")
             with self.transaction():
                 for statement in _statements():
@@ -139,6 +149,23 @@ class SkillStore:
             raise StoreError(f"cannot open skill store {self.path}: {exc}") from None
         except OSError as exc:
             raise StoreError(f"cannot create skill store {self.path}: {exc.strerror}") from None
+
+    def _enable_wal(self) -> None:
+        # Switching a new file to WAL needs an exclusive lock, and SQLite answers "locked" at once rather than
+        # through the busy handler when another process is creating the same database: retry to the timeout.
+        deadline = time.monotonic() + self.config.busy_timeout_s
+        delay = 0.01
+        while True:
+            try:
+                mode = self._conn.execute("PRAGMA journal_mode").fetchone()[0]
+                if mode.lower() != "wal":
+                    self._conn.execute("PRAGMA journal_mode = WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(delay)
+                delay = min(delay * 2, 0.2)
 
     # -- transactions -------------------------------------------------------------------------------------
 
@@ -254,15 +281,22 @@ class SkillStore:
     def _write_row(self, skill: Skill) -> None:
         skill.validate()
         self._conn.execute(
-            "INSERT OR REPLACE INTO skills (id, status, version, backends, data, updated_at) VALUES (?,?,?,?,?,?)",
-            (skill.id, skill.status, skill.version, "," + ",".join(skill.applies_when.backends) + ",",
-             json.dumps(skill.to_dict(), ensure_ascii=False), now()),
+            "INSERT OR REPLACE INTO skills (id, status, version, backends, data, updated_at) "
+            "VALUES (?,?,?,?,?,?)",
+            (
+                skill.id,
+                skill.status,
+                skill.version,
+                "," + ",".join(skill.applies_when.backends) + ",",
+                json.dumps(skill.to_dict(), ensure_ascii=False),
+                now(),
+            ),
         )
 
     # -- JSONL ----------------------------------------------------------------------------------------------
 
     def export_jsonl(self, out: str | os.PathLike | IO[str] | None = None) -> str:
-        """The whole library as JSONL (sorted by id); also written to `out` (a path or a text file) if given."""
+        """The whole library as JSONL (sorted by id); also written to `out` (a path or text file) if given."""
         text = dump_jsonl(self.list())
         if isinstance(out, str | os.PathLike):
             target = Path(out)

@@ -8,10 +8,19 @@ import pytest
 
 from kernelgym.errors import ConfigError
 from kernelgym.evaluation.result import (
-    CorrectnessResult, EvalResult, ProfileResult, TimingResult, Verdict,
+    CorrectnessResult,
+    EvalResult,
+    ProfileResult,
+    TimingResult,
+    Verdict,
 )
 from kernelgym.rewards import (
-    EpisodeState, drkernel_reward, fast_p_reward, get_reward, names, speedup_reward,
+    EpisodeState,
+    drkernel_reward,
+    fast_p_reward,
+    get_reward,
+    names,
+    speedup_reward,
 )
 
 STATE = EpisodeState(task_id="bundled/L1/1_ReLU", turn=1, max_turns=4)

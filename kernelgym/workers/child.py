@@ -311,9 +311,10 @@ def run_candidate(job: ChildJob, sock: socket.socket, eval_dir: str) -> None:
         if job.profile:
             stage = "profile"
             protocol.send(sock, "stage", {"name": "profile"})
-            from kernelgym.evaluation.profile import profile_candidate
+            from kernelgym.evaluation.profile import own_kernel_names, profile_candidate
 
-            protocol.send(sock, "profile", profile_candidate(model, sets[0], job.device, launches))
+            own = own_kernel_names(solution, job.solution_source)
+            protocol.send(sock, "profile", profile_candidate(model, sets[0], job.device, launches, own))
         protocol.send(sock, "done")
     except BaseException as exc:
         protocol.send(sock, "error", error_meta(stage, exc))

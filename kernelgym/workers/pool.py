@@ -224,6 +224,16 @@ class EvalPool:
     def __exit__(self, *exc) -> None:
         self.close()
 
+    # A pool is a shared resource: gymnasium deep-copies env specs (whose kwargs hold it) and AsyncVectorEnv
+    # pickles them. A copy is the pool itself; an unpickled pool is the receiving process's default pool.
+    def __deepcopy__(self, memo) -> EvalPool:
+        return self
+
+    def __reduce__(self):
+        from kernelgym.evaluation import default_pool
+
+        return (default_pool, ())
+
     def __del__(self):
         try:
             self.close()

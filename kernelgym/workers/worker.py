@@ -17,12 +17,12 @@ def _serve(conn: Connection) -> None:
     import torch
 
     torch.set_num_threads(1)  # no thread pool may exist when we fork
-    _preimport()
+    config = conn.recv()
+    _preimport(config["has_gpu"])
     from kernelgym.evaluation.pipeline import Pipeline
     from kernelgym.evaluation.result import EvalResult, Verdict
     from kernelgym.workers import locks
 
-    config = conn.recv()
     locks.prepare()
     os.makedirs(config["work_root"], exist_ok=True)
     pipeline = Pipeline(config["work_root"], config["sandbox"], config["has_gpu"])
@@ -42,12 +42,18 @@ def _serve(conn: Connection) -> None:
         conn.send(result.to_dict())
 
 
-def _preimport() -> None:
-    """Import once here what every evaluation needs, so each forked process starts with it loaded."""
+def _preimport(has_gpu: bool) -> None:
+    """Import once here what every evaluation needs, so each forked process starts with it loaded.
+
+    On a GPU machine only what cannot touch the CUDA driver: a driver initialized here would be unusable
+    in every forked process.
+    """
     import importlib
 
-    for name in ("torch.profiler", "torch.utils.cpp_extension", "numpy", "kernelgym.evaluation.profile",
-                 "kernelgym.evaluation.compare", "torch.utils._python_dispatch", "triton", "triton.language"):
+    names = ["numpy", "kernelgym.evaluation.profile", "kernelgym.evaluation.compare", "torch.utils._python_dispatch"]
+    if not has_gpu:
+        names += ["torch.profiler", "torch.utils.cpp_extension", "triton", "triton.language"]
+    for name in names:
         try:
             importlib.import_module(name)
         except Exception:  # e.g. no Triton on this machine: the candidate will say so itself

@@ -5,10 +5,10 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 import pytest
-from conftest import fenced
+from kg_env_helpers import fenced
 from gymnasium.utils.env_checker import data_equivalence
-
 from kernelgym.envs import KernelEnv, read_episodes
+
 from kernelgym.errors import ConfigError, TaskNotFoundError
 from kernelgym.evaluation.result import EvalResult
 from kernelgym.solutions import cheats, examples
@@ -183,7 +183,7 @@ def test_bad_options_fail_at_construction(kernelbench_root):
 
 
 def test_defaults_follow_the_hardware(kernelbench_root, monkeypatch):
-    import kernelgym.envs.kernel_env as kernel_env
+    from kernelgym.envs import kernel_env
 
     env = gym.make("KernelBench-L1-v0", kernelbench_root=str(kernelbench_root))
     assert (env.unwrapped.backend, env.unwrapped.size) == ("cpp", "cpu")  # this machine has no GPU

@@ -12,8 +12,8 @@ import os
 
 import gymnasium as gym
 import pytest
-
 from kernelgym.envs.trl_adapter import KernelToolEnv, environment_factory, make_rollout_func, rollout_reward
+
 from kernelgym.solutions import examples
 
 FAST = {"timing_trials": 10, "timing_budget_s": 0.5}
@@ -101,9 +101,9 @@ def _tiny_tokenizer_and_model():
 def _config(tmp_path, **overrides):
     from trl import GRPOConfig
 
-    values = dict(output_dir=str(tmp_path / "out"), max_steps=1, per_device_train_batch_size=2, num_generations=2,
-                  max_completion_length=24, use_cpu=True, bf16=False, report_to=[], logging_steps=1,
-                  save_strategy="no", learning_rate=1e-4, seed=0)
+    values = {"output_dir": str(tmp_path / "out"), "max_steps": 1, "per_device_train_batch_size": 2,
+              "num_generations": 2, "max_completion_length": 24, "use_cpu": True, "bf16": False, "report_to": [],
+              "logging_steps": 1, "save_strategy": "no", "learning_rate": 1e-4, "seed": 0}
     values.update(overrides)
     return GRPOConfig(**values)
 
@@ -112,9 +112,8 @@ def _config(tmp_path, **overrides):
 def test_grpo_trainer_with_environment_factory(tmp_path, monkeypatch):
     pytest.importorskip("trl")
     monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
-    from trl import GRPOTrainer
-
     from kernelgym.envs.trl_adapter import task_dataset
+    from trl import GRPOTrainer
 
     tokenizer, model = _tiny_tokenizer_and_model()
     env_kwargs = {"size": "cpu", "backend": "cpp", "eval_options": FAST, "task_ids": ["L1/1_ReLU"]}
@@ -131,9 +130,8 @@ def test_grpo_trainer_with_environment_factory(tmp_path, monkeypatch):
 def test_grpo_trainer_with_rollout_func(tmp_path, monkeypatch):
     pytest.importorskip("trl")
     monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
-    from trl import GRPOTrainer
-
     from kernelgym.envs.trl_adapter import task_dataset
+    from trl import GRPOTrainer
 
     tokenizer, model = _tiny_tokenizer_and_model()
     path = tmp_path / "traj.jsonl"

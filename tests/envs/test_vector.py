@@ -6,7 +6,7 @@ import multiprocessing as mp
 
 import gymnasium as gym
 import pytest
-from conftest import fenced
+from kg_env_helpers import fenced
 
 from kernelgym.solutions import examples
 
@@ -73,14 +73,14 @@ def test_async_vector_env(relu_source, kernelbench_root):
 
 
 def _child_pool_state(queue):
-    import kernelgym.evaluation as evaluation
+    from kernelgym import evaluation
 
     inherited = evaluation._default_pool
     queue.put(inherited is None)
 
 
 def test_a_forked_child_does_not_reuse_the_parents_pool():
-    import kernelgym.envs.kernel_env as kernel_env
+    from kernelgym.envs import kernel_env
 
     parent_pool = kernel_env.shared_pool()  # created lazily: no worker starts before an evaluation
     ctx = mp.get_context("fork")
@@ -96,7 +96,7 @@ def test_a_pool_is_shared_not_copied(pool):
     import copy
     import pickle
 
-    import kernelgym.envs.kernel_env as kernel_env
+    from kernelgym.envs import kernel_env
 
     assert copy.deepcopy(pool) is pool  # gymnasium deep-copies specs, whose kwargs hold the pool
     assert pickle.loads(pickle.dumps(pool)) is kernel_env.shared_pool()  # another process: its own pool

@@ -14,8 +14,12 @@ from kernelgym.skill_store.store import SkillStore
 
 
 def skill(skill_id: str, tag: str = "") -> Skill:
-    return Skill(id=skill_id, title=f"{skill_id} {tag}".strip(), technique="written by a test writer process",
-                 applies_when=AppliesWhen(patterns=[tag] if tag else [], backends=["cpp"]))
+    return Skill(
+        id=skill_id,
+        title=f"{skill_id} {tag}".strip(),
+        technique="written by a test writer process",
+        applies_when=AppliesWhen(patterns=[tag] if tag else [], backends=["cpp"]),
+    )
 
 
 def main() -> None:

@@ -1,5 +1,4 @@
 import pytest
-
 from kernelgym.skill_store.skill import AppliesWhen, Skill
 
 
@@ -16,7 +15,9 @@ def db_path(tmp_path):
 
 def _make_skill(skill_id: str, **overrides) -> Skill:
     fields = dict(
-        id=skill_id, title=f"title of {skill_id}", technique=f"technique of {skill_id}",
+        id=skill_id,
+        title=f"title of {skill_id}",
+        technique=f"technique of {skill_id}",
         applies_when=AppliesWhen(patterns=["matmul"], bound="compute", backends=["cpp"]),
         code_pattern="for (;;) {}",
     )

@@ -4,13 +4,15 @@ import json
 from pathlib import Path
 
 import pytest
+from kernelgym.skill_store.cli import app
 from typer.testing import CliRunner
 
 import kernelgym
-from kernelgym.skill_store.cli import app
 
 runner = CliRunner()
-HONEST = Path(kernelgym.__file__).parent / "solutions" / "cpp" / "level1" / "1_ReLU.py"
+SOLUTIONS = Path(kernelgym.__file__).parent / "solutions" / "cpp"
+HONEST = SOLUTIONS / "level1" / "1_ReLU.py"
+FUSED_CONV = SOLUTIONS / "level2" / "2_Conv2d_ReLU_BiasAdd.py"
 
 
 def invoke(db, *args):
@@ -50,15 +52,18 @@ def test_export_import_round_trip(tmp_path):
     assert "unchanged" in result.output
 
 
-@pytest.mark.parametrize("args, needle", [
-    (["show", "no-such-skill"], "no skill with id"),
-    (["import", "/nonexistent/lib.jsonl"], "no such file"),
-    (["add", "/nonexistent/candidate.json"], "no such file"),
-    (["verify", "no-such-skill"], "no skill with id"),
-    (["list", "--status", "maybe"], "--status must be"),
-    (["search", "anything", "--backend", "rocm"], "--backend must be"),
-    (["search", "L3/404_Nothing"], "L3/404_Nothing"),
-])
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["show", "no-such-skill"], "no skill with id"),
+        (["import", "/nonexistent/lib.jsonl"], "no such file"),
+        (["add", "/nonexistent/candidate.json"], "no such file"),
+        (["verify", "no-such-skill"], "no skill with id"),
+        (["list", "--status", "maybe"], "--status must be"),
+        (["search", "anything", "--backend", "rocm"], "--backend must be"),
+        (["search", "L3/404_Nothing"], "L3/404_Nothing"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_1(db_path, args, needle):
     assert_clean_error(invoke(db_path, *args), needle)
 
@@ -71,26 +76,49 @@ def test_bad_json_files(tmp_path, db_path):
     bad_candidate.write_text("{not json")
     assert_clean_error(invoke(db_path, "add", str(bad_candidate)), "bad JSON")
     no_tasks = tmp_path / "cand2.json"
-    no_tasks.write_text(json.dumps({"id": "cpp-z", "title": "t", "technique": "x", "applies_when": {},
-                                    "solution_path": str(HONEST)}))
+    no_tasks.write_text(
+        json.dumps(
+            {"id": "cpp-z", "title": "t", "technique": "x", "applies_when": {}, "solution_path": str(HONEST)}
+        )
+    )
     assert_clean_error(invoke(db_path, "add", str(no_tasks)), "task_ids")
     not_db = tmp_path / "not.sqlite"
     not_db.write_bytes(b"garbage" * 200)
     assert_clean_error(invoke(not_db, "list"), "cannot open skill store")
 
 
+def test_verify_all_skips_skills_without_a_solution(db_path):
+    result = invoke(db_path, "verify")
+    assert result.exit_code == 0, result.output
+    assert "0/0 re-verified skills passed" in result.output and "without a solution skipped" in result.output
+
+
 @pytest.mark.slow
 def test_add_runs_the_gate_then_verify(tmp_path, db_path):
     cand = tmp_path / "cand.json"
-    cand.write_text(json.dumps({
-        "skill": {"id": "cpp-relu-cli", "title": "OpenMP ReLU", "technique": "One parallel simd loop.",
-                  "applies_when": {"patterns": ["relu"], "bound": "memory", "backends": ["cpp"]}},
-        "solution_path": str(HONEST), "task_ids": ["bundled/L1/1_ReLU"], "size": "cpu",
-    }))
-    result = invoke(db_path, "add", str(cand), "--runs", "2", "--threshold", "0.5")
+    cand.write_text(
+        json.dumps(
+            {
+                "skill": {
+                    "id": "cpp-conv-cli",
+                    "title": "Direct conv with fused ReLU and bias",
+                    "technique": "Direct convolution loops; ReLU and the bias applied before the store.",
+                    "applies_when": {
+                        "patterns": ["conv2d relu bias"],
+                        "bound": "compute",
+                        "backends": ["cpp"],
+                    },
+                },
+                "solution_path": str(FUSED_CONV),
+                "task_ids": ["bundled/L2/2_Conv2d_ReLU_BiasAdd"],
+                "size": "cpu",
+            }
+        )
+    )
+    result = invoke(db_path, "add", str(cand), "--runs", "2")  # the default threshold, 1.0
     assert result.exit_code == 0, result.output
-    assert "admitted cpp-relu-cli" in result.output and "1/1 admitted" in result.output
-    result = invoke(db_path, "verify", "cpp-relu-cli", "--runs", "1", "--threshold", "0.5")
+    assert "admitted cpp-conv-cli" in result.output and "1/1 admitted" in result.output
+    result = invoke(db_path, "verify", "cpp-conv-cli", "--runs", "1")
     assert result.exit_code == 0 and "1/1 re-verified skills passed" in result.output
-    result = invoke(db_path, "show", "cpp-relu-cli")
+    result = invoke(db_path, "show", "cpp-conv-cli")
     assert "evidence" in result.output and "verification history" in result.output

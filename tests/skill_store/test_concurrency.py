@@ -13,8 +13,12 @@ WRITER = str(Path(__file__).with_name("_writer.py"))
 
 
 def _spawn(db, mode, prefix, count):
-    return subprocess.Popen([sys.executable, WRITER, str(db), mode, prefix, str(count)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, WRITER, str(db), mode, prefix, str(count)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def test_concurrent_writers_lose_nothing(db_path):
@@ -34,10 +38,14 @@ def test_concurrent_writers_lose_nothing(db_path):
 
 def test_writers_racing_to_create_and_seed_a_new_database(tmp_path):
     db = tmp_path / "fresh.sqlite"
-    code = ("import sys; from kernelgym.skill_store import SkillStore, seed_skills; s = SkillStore(sys.argv[1]); "
-            "assert len(s) >= len(seed_skills())")
-    procs = [subprocess.Popen([sys.executable, "-c", code, str(db)], stderr=subprocess.PIPE, text=True)
-             for _ in range(4)]
+    code = (
+        "import sys; from kernelgym.skill_store import SkillStore, seed_skills; s = SkillStore(sys.argv[1]); "
+        "assert len(s) >= len(seed_skills())"
+    )
+    procs = [
+        subprocess.Popen([sys.executable, "-c", code, str(db)], stderr=subprocess.PIPE, text=True)
+        for _ in range(4)
+    ]
     for p in procs:
         assert p.wait(60) == 0, p.stderr.read()
     with SkillStore(db) as store:

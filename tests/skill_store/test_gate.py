@@ -1,24 +1,27 @@
 """The verification gate, on kernelgym's real judge (cpp backend, CPU size).
 
-Threshold note: on the 2-core CI machine the bundled OpenMP ReLU runs at about 0.9x of torch.relu (the
-judge times both on one thread, and torch's kernel is already vectorized), so the admission test uses a
-threshold of 0.5: the point is that every run is "ok" and verified above the bar, not the bar's height.
+Admission uses the bundled fused Conv2d+ReLU+bias solution at the default threshold 1.0 (it measured about
+1.75x on the 2-core CI machine). The bundled OpenMP ReLU runs at only about 0.9x of torch.relu there (both
+sides are timed on one thread and torch's kernel is already vectorized), so the tests that use it as an
+honest-but-unremarkable kernel pass a threshold of 0.5.
 """
 
 import json
 from pathlib import Path
 
 import pytest
-
-import kernelgym
-from kernelgym.errors import TaskNotFoundError
 from kernelgym.skill_store import SkillStore
 from kernelgym.skill_store.gate import Candidate, Gate, GateConfig, read_candidates
 from kernelgym.skill_store.skill import SkillFormatError
 from kernelgym.skill_store.store import SkillExistsError
 
+import kernelgym
+from kernelgym.errors import TaskNotFoundError
+
 SOLUTIONS = Path(kernelgym.__file__).parent / "solutions"
 HONEST = SOLUTIONS / "cpp" / "level1" / "1_ReLU.py"
+FUSED_CONV = SOLUTIONS / "cpp" / "level2" / "2_Conv2d_ReLU_BiasAdd.py"
+CONV_TASK = "bundled/L2/2_Conv2d_ReLU_BiasAdd"
 PASSTHROUGH = SOLUTIONS / "cheats" / "cpp" / "level1" / "1_ReLU__pytorch_passthrough.py"
 SLOW = Path(__file__).with_name("solutions") / "relu_slow.py"
 RELU = "bundled/L1/1_ReLU"
@@ -26,11 +29,18 @@ FAST_TIMING = {"timing_budget_s": 1.0}  # shorter timing per run; the interval i
 
 
 def candidate(skill_id, path, task_ids=(RELU,), **skill):
-    return Candidate.from_dict({
-        "id": skill_id, "title": "OpenMP SIMD elementwise ReLU", "technique": "One parallel simd loop.",
-        "applies_when": {"patterns": ["relu", "elementwise"], "bound": "memory", "backends": ["cpp"]},
-        "solution_path": str(path), "task_ids": list(task_ids), "size": "cpu", **skill,
-    })
+    return Candidate.from_dict(
+        {
+            "id": skill_id,
+            "title": "OpenMP SIMD elementwise ReLU",
+            "technique": "One parallel simd loop.",
+            "applies_when": {"patterns": ["relu", "elementwise"], "bound": "memory", "backends": ["cpp"]},
+            "solution_path": str(path),
+            "task_ids": list(task_ids),
+            "size": "cpu",
+            **skill,
+        }
+    )
 
 
 def gate(pool, threshold=0.5, runs=3):
@@ -40,34 +50,35 @@ def gate(pool, threshold=0.5, runs=3):
 @pytest.mark.slow
 def test_honest_solution_is_admitted_with_evidence(pool, db_path):
     store = SkillStore(db_path, seed=False)
-    decision = gate(pool).submit(store, candidate("cpp-relu-simd", HONEST))
+    fused = candidate("cpp-conv-relu-bias-fused", FUSED_CONV, task_ids=(CONV_TASK,))
+    decision = gate(pool, threshold=1.0).submit(store, fused)
     assert decision.admitted, decision.reason
     assert [r.verdict for r in decision.runs] == ["ok"] * 3
-    assert all(r.verified_speedup > 0.5 for r in decision.runs)
-    skill = store.get("cpp-relu-simd")
+    assert all(r.verified_speedup > 1.0 for r in decision.runs)
+    skill = store.get("cpp-conv-relu-bias-fused")
     assert skill.status == "admitted" and skill.provenance.source == "distilled"
-    assert skill.solution.task_ids == [RELU] and "relu_forward" in skill.solution.source
+    assert skill.solution.task_ids == [CONV_TASK] and "ModelNew" in skill.solution.source
     (evidence,) = skill.evidence
-    assert evidence.task_id == RELU and evidence.speedup == pytest.approx(min(r.verified_speedup
-                                                                             for r in decision.runs), abs=1e-3)
+    slowest = min(r.verified_speedup for r in decision.runs)
+    assert evidence.task_id == CONV_TASK and evidence.speedup == pytest.approx(slowest, abs=1e-3)
     assert evidence.hardware and evidence.date
     (entry,) = skill.history
     assert entry.admitted and entry.verdicts == ["ok"] * 3 and len(entry.speedups) == 3
 
     # Re-verifying the whole library is one call: seeds without a solution are skipped, the rest re-run.
     store.put(SkillStore(db_path.with_name("seeded.sqlite")).list()[0])
-    decisions = gate(pool, runs=1).reverify(store)
+    decisions = gate(pool, threshold=1.0, runs=1).reverify(store)
     by_id = {d.skill_id: d for d in decisions}
-    assert by_id["cpp-relu-simd"].admitted and not by_id["cpp-relu-simd"].skipped
+    assert by_id["cpp-conv-relu-bias-fused"].admitted and not by_id["cpp-conv-relu-bias-fused"].skipped
     assert sum(d.skipped for d in decisions) == 1
-    again = store.get("cpp-relu-simd")
+    again = store.get("cpp-conv-relu-bias-fused")
     assert len(again.history) == 2 and again.version == skill.version + 1 and len(again.evidence) == 1
 
     # A bar the kernel cannot clear demotes it on re-verification, and the reason is kept.
-    (decision,) = gate(pool, threshold=3.0, runs=1).reverify(store, ["cpp-relu-simd"])
+    (decision,) = gate(pool, threshold=10.0, runs=1).reverify(store, ["cpp-conv-relu-bias-fused"])
     assert not decision.admitted
-    demoted = store.get("cpp-relu-simd")
-    assert demoted.status == "rejected" and "not verified above 3" in demoted.history[-1].reason
+    demoted = store.get("cpp-conv-relu-bias-fused")
+    assert demoted.status == "rejected" and "not verified above 10" in demoted.history[-1].reason
 
 
 @pytest.mark.slow
@@ -96,8 +107,9 @@ def test_speedup_below_threshold_is_rejected(pool, db_path):
 def test_every_source_task_must_pass(pool, db_path):
     # The ReLU kernel is wrong for a GEMM task: passing on ReLU alone is not enough.
     store = SkillStore(db_path, seed=False)
-    decision = gate(pool, runs=1).submit(store, candidate("cpp-relu-two-tasks", HONEST,
-                                                           task_ids=(RELU, "bundled/L2/1_Gemm_BiasAdd_ReLU")))
+    decision = gate(pool, runs=1).submit(
+        store, candidate("cpp-relu-two-tasks", HONEST, task_ids=(RELU, "bundled/L2/1_Gemm_BiasAdd_ReLU"))
+    )
     assert not decision.admitted
     assert [r.task_id for r in decision.runs] == [RELU, "bundled/L2/1_Gemm_BiasAdd_ReLU"]
     assert decision.runs[0].verdict == "ok" and decision.runs[1].verdict != "ok"
@@ -120,13 +132,19 @@ def test_candidate_cannot_replace_a_seed_skill(db_path):
 def test_candidate_files(tmp_path):
     sol = tmp_path / "sol.py"
     sol.write_text(HONEST.read_text())
-    row = {"skill": {"id": "cpp-x", "title": "t", "technique": "x", "applies_when": {"backends": ["cpp"]}},
-           "solution_path": "sol.py", "task_ids": RELU}
+    row = {
+        "skill": {"id": "cpp-x", "title": "t", "technique": "x", "applies_when": {"backends": ["cpp"]}},
+        "solution_path": "sol.py",
+        "task_ids": RELU,
+    }
     (tmp_path / "one.json").write_text(json.dumps(row))
-    (tmp_path / "many.jsonl").write_text(json.dumps(row) + "\n" + json.dumps({**row, "skill": {
-        **row["skill"], "id": "cpp-y"}}) + "\n")
+    (tmp_path / "many.jsonl").write_text(
+        json.dumps(row) + "\n" + json.dumps({**row, "skill": {**row["skill"], "id": "cpp-y"}}) + "\n"
+    )
     (one,) = read_candidates(tmp_path / "one.json")
-    assert one.solution.task_ids == [RELU] and one.solution.backend == "cpp" and one.skill.status == "candidate"
+    assert (
+        one.solution.task_ids == [RELU] and one.solution.backend == "cpp" and one.skill.status == "candidate"
+    )
     assert [c.skill.id for c in read_candidates(tmp_path / "many.jsonl")] == ["cpp-x", "cpp-y"]
     (tmp_path / "nosol.json").write_text(json.dumps({**row, "solution_path": "missing.py"}))
     with pytest.raises(SkillFormatError, match="cannot read solution"):

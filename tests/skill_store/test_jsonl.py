@@ -4,7 +4,6 @@ import io
 import json
 
 import pytest
-
 from kernelgym.skill_store import SkillStore, seed_skills
 from kernelgym.skill_store.skill import SkillFormatError
 from kernelgym.skill_store.store import dump_jsonl, parse_jsonl
@@ -46,12 +45,24 @@ def test_reimport_bumps_only_changed_records(tmp_path, make_skill):
     assert store.get("two").version == 2 and store.get("one").version == 1
 
 
-@pytest.mark.parametrize("text, message", [
-    ('{"id": "ok-one", "title": "t", "technique": "x", "applies_when": {}}\n{not json}\n', r":2: bad JSON"),
-    ('{"id": "ok-one", "title": "t", "technique": "x", "applies_when": {}}\n[1, 2]\n', r":2: a skill must be"),
-    ('{"id": "ok-one", "title": "t", "technique": "x", "applies_when": {}}\n'
-     '{"id": "ok-one", "title": "t", "technique": "x", "applies_when": {}}\n', r":2: duplicate"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (
+            '{"id": "ok-one", "title": "t", "technique": "x", "applies_when": {}}\n{not json}\n',
+            r":2: bad JSON",
+        ),
+        (
+            '{"id": "ok-one", "title": "t", "technique": "x", "applies_when": {}}\n[1, 2]\n',
+            r":2: a skill must be",
+        ),
+        (
+            '{"id": "ok-one", "title": "t", "technique": "x", "applies_when": {}}\n'
+            '{"id": "ok-one", "title": "t", "technique": "x", "applies_when": {}}\n',
+            r":2: duplicate",
+        ),
+    ],
+)
 def test_bad_import_writes_nothing(tmp_path, text, message):
     store = SkillStore(tmp_path / "s.sqlite", seed=False)
     bad = tmp_path / "bad.jsonl"
@@ -66,6 +77,8 @@ def test_seed_file_is_canonical():
     from importlib import resources
 
     root = resources.files("kernelgym.skill_store") / "seeds"
-    shipped = "".join(e.read_text() for e in sorted(root.iterdir(), key=lambda e: e.name) if e.name.endswith(".jsonl"))
+    shipped = "".join(
+        e.read_text() for e in sorted(root.iterdir(), key=lambda e: e.name) if e.name.endswith(".jsonl")
+    )
     assert dump_jsonl(parse_jsonl(shipped)) == shipped
     assert [s.id for s in seed_skills()] == sorted(s.id for s in seed_skills())

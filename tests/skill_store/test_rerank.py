@@ -1,7 +1,6 @@
 """LLM rerank through the Policy protocol, with a scripted policy; the BM25 fallback."""
 
 import pytest
-
 from kernelgym.skill_store import SkillStore
 from kernelgym.skill_store.rerank import RerankConfig, parse_ranked_ids, rerank
 from kernelgym.skill_store.retrieval import Retriever
@@ -41,22 +40,33 @@ def test_json_reply_reorders_the_candidates(retriever):
 
 def test_free_text_reply_is_parsed_in_order_of_mention():
     known = ["online-softmax", "epilogue-fusion", "cuda-warp-shuffle-reduction"]
-    reply = "1. cuda-warp-shuffle-reduction, for the row max\n2. online-softmax\nepilogue-fusion is less useful"
-    assert parse_ranked_ids(reply, known) == ["cuda-warp-shuffle-reduction", "online-softmax", "epilogue-fusion"]
+    reply = (
+        "1. cuda-warp-shuffle-reduction, for the row max\n2. online-softmax\nepilogue-fusion is less useful"
+    )
+    assert parse_ranked_ids(reply, known) == [
+        "cuda-warp-shuffle-reduction",
+        "online-softmax",
+        "epilogue-fusion",
+    ]
     assert parse_ranked_ids('["online-softmax", 3, "online-softmax"]', known) == ["online-softmax"]
     assert parse_ranked_ids("none of these apply", known) == []
 
 
-@pytest.mark.parametrize("policy, reason", [
-    (None, "no reranker"),
-    (ScriptedPolicy("I am not sure."), "named no candidate"),
-    (ScriptedPolicy('["made-up-id"]'), "named no candidate"),
-    (ScriptedPolicy(error=TimeoutError("LLM timed out")), "reranker failed"),
-    (ScriptedPolicy(reply=None), "not text"),
-])
+@pytest.mark.parametrize(
+    "policy, reason",
+    [
+        (None, "no reranker"),
+        (ScriptedPolicy("I am not sure."), "named no candidate"),
+        (ScriptedPolicy('["made-up-id"]'), "named no candidate"),
+        (ScriptedPolicy(error=TimeoutError("LLM timed out")), "reranker failed"),
+        (ScriptedPolicy(reply=None), "not text"),
+    ],
+)
 def test_unusable_reranker_falls_back_to_bm25(retriever, policy, reason):
     bm25 = retriever.search(QUERY, backend="triton", k=10)
     result = rerank(QUERY, bm25, policy, k=5, config=RerankConfig(candidates=10))
     assert not result.used_llm and reason in result.reason
     assert [h.id for h in result.hits] == [h.id for h in bm25[:5]]
-    assert [h.id for h in retriever.search(QUERY, backend="triton", k=5, policy=policy)] == [h.id for h in bm25[:5]]
+    assert [h.id for h in retriever.search(QUERY, backend="triton", k=5, policy=policy)] == [
+        h.id for h in bm25[:5]
+    ]

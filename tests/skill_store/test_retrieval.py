@@ -1,12 +1,12 @@
 """Tokenizer, task queries, BM25 retrieval and its quality on the labelled bundled set."""
 
 import pytest
-
 from kernelgym.skill_store import SkillStore, seed_skills
 from kernelgym.skill_store.labels import evaluate_retrieval, load_labels
 from kernelgym.skill_store.query import query_for_source, query_for_task
 from kernelgym.skill_store.retrieval import Retriever
-from kernelgym.skill_store.tokenize import tokenize
+from kernelgym.skill_store.tokens import tokenize
+
 from kernelgym.tasks import bundled
 
 # Measured with `python benchmarks/skill_retrieval.py` (BM25 alone): recall@5 0.877, MRR 0.932 over 189 rows.
@@ -28,7 +28,11 @@ def test_tokenizer_splits_identifiers():
 
 
 def test_tokenizer_normalizes_domain_words():
-    assert "matmul" in tokenize("GEMM") and "matmul" in tokenize("nn.Linear") and "matmul" in tokenize("torch.bmm")
+    assert (
+        "matmul" in tokenize("GEMM")
+        and "matmul" in tokenize("nn.Linear")
+        and "matmul" in tokenize("torch.bmm")
+    )
     assert "elementwise" in tokenize("F.gelu") and "elementwise" in tokenize("torch.sigmoid")
     assert "conv" in tokenize("convolution") and "norm" in tokenize("LayerNorm")
     assert tokenize("loads kernels matrices") == ["load", "kernel", "matrix"]
@@ -78,8 +82,9 @@ def test_labelled_set_is_well_formed():
     assert len({(lb.task_id, lb.backend) for lb in labels}) == len(labels)
     for label in labels:
         tasks.get(label.task_id)
-        assert label.relevant and all(r in ids and label.backend in ids[r].applies_when.backends
-                                      for r in label.relevant), label
+        assert label.relevant and all(
+            r in ids and label.backend in ids[r].applies_when.backends for r in label.relevant
+        ), label
 
 
 def test_bm25_recall_and_mrr_on_the_labelled_set(retriever):

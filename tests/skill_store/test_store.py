@@ -4,7 +4,6 @@ import json
 import sqlite3
 
 import pytest
-
 from kernelgym.skill_store import SkillStore, default_db_path, open_store, seed_skills
 from kernelgym.skill_store.skill import AppliesWhen, Evidence, Skill, SkillFormatError, SkillNotFoundError
 from kernelgym.skill_store.store import SkillExistsError, StoreError
@@ -26,7 +25,9 @@ def test_crud_and_version_bump(db_path, make_skill):
     assert stored.version == 2 and store.get("tile-gemm").technique == "a better explanation"
 
     skill = store.get("tile-gemm")
-    skill.evidence.append(Evidence(task_id="bundled/L1/1_ReLU", speedup=1.3, hardware="test", date="2025-01-01"))
+    skill.evidence.append(
+        Evidence(task_id="bundled/L1/1_ReLU", speedup=1.3, hardware="test", date="2025-01-01")
+    )
     assert store.put(skill).version == 3
     assert store.get("tile-gemm").evidence[0].speedup == 1.3
 
@@ -63,24 +64,35 @@ def test_persists_across_connections(db_path, make_skill):
 def test_transaction_rolls_back_on_error(db_path, make_skill):
     store = SkillStore(db_path, seed=False)
     store.put(make_skill("before"))
-    with pytest.raises(RuntimeError):
-        with store.transaction():
-            store.put(make_skill("inside-1"))
-            store.put(make_skill("inside-2"))
-            raise RuntimeError("boom")
+    with pytest.raises(RuntimeError), store.transaction():
+        store.put(make_skill("inside-1"))
+        store.put(make_skill("inside-2"))
+        raise RuntimeError("boom")
     assert store.ids() == ["before"]
 
 
-@pytest.mark.parametrize("bad, message", [
-    ({"id": "Bad Id", "title": "t", "technique": "x", "applies_when": {}}, "skill id"),
-    ({"id": "ok-id", "title": "", "technique": "x", "applies_when": {}}, "title"),
-    ({"id": "ok-id", "title": "t", "technique": "x", "applies_when": {"bound": "io"}}, "bound"),
-    ({"id": "ok-id", "title": "t", "technique": "x", "applies_when": {"backends": ["rocm"]}}, "backends"),
-    ({"id": "ok-id", "title": "t", "technique": "x", "applies_when": {}, "status": "maybe"}, "status"),
-    ({"id": "ok-id", "title": "t", "technique": "x", "applies_when": {}, "colour": "red"}, "unknown"),
-    ({"id": "ok-id", "title": "t", "applies_when": {}}, "technique"),
-    ({"id": "ok-id", "title": "t", "technique": "x", "applies_when": {}, "evidence": [{"task_id": "a"}]}, "speedup"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ({"id": "Bad Id", "title": "t", "technique": "x", "applies_when": {}}, "skill id"),
+        ({"id": "ok-id", "title": "", "technique": "x", "applies_when": {}}, "title"),
+        ({"id": "ok-id", "title": "t", "technique": "x", "applies_when": {"bound": "io"}}, "bound"),
+        ({"id": "ok-id", "title": "t", "technique": "x", "applies_when": {"backends": ["rocm"]}}, "backends"),
+        ({"id": "ok-id", "title": "t", "technique": "x", "applies_when": {}, "status": "maybe"}, "status"),
+        ({"id": "ok-id", "title": "t", "technique": "x", "applies_when": {}, "colour": "red"}, "unknown"),
+        ({"id": "ok-id", "title": "t", "applies_when": {}}, "technique"),
+        (
+            {
+                "id": "ok-id",
+                "title": "t",
+                "technique": "x",
+                "applies_when": {},
+                "evidence": [{"task_id": "a"}],
+            },
+            "speedup",
+        ),
+    ],
+)
 def test_malformed_records_are_rejected(bad, message):
     with pytest.raises(SkillFormatError, match=message):
         Skill.from_dict(bad)
@@ -91,6 +103,14 @@ def test_record_round_trips_through_dict(make_skill):
     again = Skill.from_dict(json.loads(json.dumps(skill.to_dict())))
     assert again == skill
     assert list(skill.to_dict())[:3] == ["id", "title", "applies_when"]  # stable, readable key order
+
+
+def test_prompt_rendering():
+    skill = next(s for s in seed_skills() if s.id == "online-softmax")
+    text = skill.to_prompt()
+    assert text.startswith("### Online softmax") and "[online-softmax]" in text and skill.code_pattern in text
+    skill.evidence.append(Evidence("bundled/L1/10_Softmax", 1.8, "a CPU", "2025-01-01"))
+    assert "Verified: 1.80x on bundled/L1/10_Softmax (a CPU)." in skill.to_prompt()
 
 
 def test_default_path_from_environment(tmp_path, monkeypatch):

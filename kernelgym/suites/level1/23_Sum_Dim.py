@@ -19,7 +19,9 @@ dim2 = 768
 
 
 def get_inputs():
-    return [torch.rand(batch_size, dim1, dim2) * 2 - 1]
+    # Scaled by 1/sqrt(dim1) so that sums are O(1): the rounding of a dim1-term fp32 sum (in any order) then
+    # stays well inside the 1e-4 tolerance, also for rescaled inputs.
+    return [(torch.rand(batch_size, dim1, dim2) * 2 - 1) / dim1**0.5]
 
 
 def get_init_inputs():

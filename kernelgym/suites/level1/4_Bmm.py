@@ -19,7 +19,9 @@ n = 384
 
 
 def get_inputs():
-    return [torch.randn(batch_size, m, k), torch.randn(batch_size, k, n)]
+    # A is scaled by 1/sqrt(k), so outputs are O(1) and the rounding of a k-term fp32 dot product (in any
+    # summation order) stays well inside the 1e-4 tolerance, also for rescaled inputs.
+    return [torch.randn(batch_size, m, k) / k**0.5, torch.randn(batch_size, k, n)]
 
 
 def get_init_inputs():

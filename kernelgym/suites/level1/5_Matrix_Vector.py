@@ -17,7 +17,9 @@ k = 12288
 
 
 def get_inputs():
-    return [torch.randn(m, k), torch.randn(k, 1)]
+    # A is scaled by 1/sqrt(k), so outputs are O(1) and the rounding of a k-term fp32 dot product (in any
+    # summation order) stays well inside the 1e-4 tolerance, also for rescaled inputs.
+    return [torch.randn(m, k) / k**0.5, torch.randn(k, 1)]
 
 
 def get_init_inputs():

@@ -68,6 +68,9 @@ def get_init_inputs():
 KERNELGYM = {
     "category": "architecture",
     "sizes": {
-        "cpu": {"batch_size": 4, "image_size": 64, "patch_size": 8, "embed_dim": 128, "num_heads": 4, "mlp_dim": 512}
+        "cpu": {
+            "batch_size": 4, "image_size": 64, "patch_size": 8,
+            "embed_dim": 128, "num_heads": 4, "mlp_dim": 512,
+        }
     },
 }

@@ -35,5 +35,7 @@ def get_init_inputs():
 # kernelgym metadata (read without running the file): the cpu size replaces the constants above.
 KERNELGYM = {
     "category": "mlp",
-    "sizes": {"cpu": {"batch_size": 256, "input_size": 256, "hidden1": 512, "hidden2": 512, "output_size": 128}},
+    "sizes": {
+        "cpu": {"batch_size": 256, "input_size": 256, "hidden1": 512, "hidden2": 512, "output_size": 128}
+    },
 }

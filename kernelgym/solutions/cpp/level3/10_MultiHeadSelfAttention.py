@@ -151,8 +151,8 @@ static constexpr auto kScore = score_table(std::make_index_sequence<AR + 1>{});
 static constexpr auto kPv = pv_table(std::make_index_sequence<AR + 1>{});
 
 extern "C" void mhsa_forward(const float* x, const float* wqkv, const float* bqkv, const float* wo,
-                             const float* bo, float* xp, float* qkv, float* op, float* y, int64_t B, int64_t S,
-                             int64_t E, int64_t heads) {
+                             const float* bo, float* xp, float* qkv, float* op, float* y, int64_t B,
+                             int64_t S, int64_t E, int64_t heads) {
     const int64_t ppb = (S + PW - 1) / PW;  // panels per batch
     const int64_t panels = B * ppb;
     const int64_t hd = E / heads;

@@ -4,11 +4,12 @@ import torch.nn as nn
 from kernelgym.kernels import load_cpp
 
 # The SwiGLU block in one native call, with tokens kept "feature-major" in panels of 32:
-# act[panel][feature][32]. The gate and up projections share one register tile (6 gate rows and the same 6
-# up rows against 32 tokens: 24 accumulators), so x is read once for both and SiLU(gate) * up is formed in registers with a
-# vectorised exp; only the gated hidden activations are written, directly in the panel layout the down
-# projection reads. The down projection transposes its tiles into the row-major output. Weights are used
-# in place (rows of nn.Linear's weight are broadcast scalars): nothing is repacked per call.
+# act[panel][feature][32]. The gate and up projections share one register tile (6 gate rows and the same
+# 6 up rows against 32 tokens: 24 accumulators), so x is read once for both; SiLU(gate) * up (vectorised
+# exp) is applied to the finished tile while it is still in L1, and only the gated hidden activations are
+# written, directly in the panel layout the down projection reads. The down projection transposes its
+# tiles into the row-major output. Weights are used in place (rows of nn.Linear's weight are broadcast
+# scalars): nothing is repacked per call.
 _lib = load_cpp(r"""
 #include <cstdint>
 #include <cstring>

@@ -106,9 +106,9 @@ static void pack_rows(const float* x, float* xp, int64_t M, int64_t K) {
     }
 }
 
-extern "C" void mlp3_forward(const float* x, const float* w1, const float* b1, const float* w2, const float* b2,
-                             const float* w3, const float* b3, float* xp, float* h1, float* h2, float* y,
-                             int64_t M, int64_t K0, int64_t N1, int64_t N2, int64_t N3) {
+extern "C" void mlp3_forward(const float* x, const float* w1, const float* b1, const float* w2,
+                             const float* b2, const float* w3, const float* b3, float* xp, float* h1,
+                             float* h2, float* y, int64_t M, int64_t K0, int64_t N1, int64_t N2, int64_t N3) {
     pack_rows(x, xp, M, K0);
     layer(xp, w1, b1, h1, nullptr, M, K0, N1, true);
     layer(h1, w2, b2, h2, nullptr, M, N1, N2, true);

@@ -44,8 +44,8 @@ static Geo geometry(int64_t H, int64_t W) {
 
 // out[r * os + 0..31] = sum_k w[r * K + k] * in[off[k] + 0..31], r < R.
 template <int R>
-__attribute__((noinline)) static void conv_tile(const float* w, int64_t K, const float* in, const int64_t* off,
-                                                float* out, int64_t os) {
+__attribute__((noinline)) static void conv_tile(const float* w, int64_t K, const float* in,
+                                                const int64_t* off, float* out, int64_t os) {
     vf c0[R], c1[R];
     #pragma GCC unroll 12
     for (int r = 0; r < R; ++r) { c0[r] = vf{}; c1[r] = vf{}; }
@@ -121,14 +121,15 @@ static void batch_norm_coeffs(const float* raw, int64_t B, int64_t C, const Geo&
         scale[c] = (float)sc;
         shift[c] = (float)((double)beta[c] - mean * sc);
         running_mean[c] = (float)((1.0 - momentum) * running_mean[c] + momentum * mean);
-        running_var[c] = (float)((1.0 - momentum) * running_var[c] + momentum * (n > 1 ? var * n / (n - 1) : var));
+        const double unbiased = n > 1 ? var * n / (n - 1) : var;
+        running_var[c] = (float)((1.0 - momentum) * running_var[c] + momentum * unbiased);
     }
 }
 
 // relu(raw * scale + shift) -> dst; padded: dst is [B][C][L] padded planes (borders already zero), else
 // the dense [B][C][H][W] output.
-static void bn_relu_store(const float* raw, float* dst, int64_t B, int64_t C, const Geo& g, const float* scale,
-                          const float* shift, bool padded) {
+static void bn_relu_store(const float* raw, float* dst, int64_t B, int64_t C, const Geo& g,
+                          const float* scale, const float* shift, bool padded) {
     const int64_t QS = g.tiles * QT;
     #pragma omp parallel for collapse(2) schedule(static)
     for (int64_t b = 0; b < B; ++b) {
@@ -154,15 +155,16 @@ static void pad_planes(const float* x, float* dst, int64_t planes, const Geo& g)
         float* o = dst + pl * g.L;
         std::memset(o, 0, sizeof(float) * g.L);
         const float* s = x + pl * g.H * g.W;
-        for (int64_t h = 0; h < g.H; ++h) std::memcpy(o + (h + 1) * g.Wp + 1, s + h * g.W, sizeof(float) * g.W);
+        for (int64_t h = 0; h < g.H; ++h)
+            std::memcpy(o + (h + 1) * g.Wp + 1, s + h * g.W, sizeof(float) * g.W);
     }
 }
 
-extern "C" void conv_bn_relu_x2(const float* x, const float* w1, const float* g1, const float* be1, float* rm1,
-                                float* rv1, const float* w2, const float* g2, const float* be2, float* rm2,
-                                float* rv2, float* pad1, float* pad2, float* raw, float* coeffs, float* y,
-                                int64_t B, int64_t Cin, int64_t Cout, int64_t H, int64_t W, float momentum,
-                                float eps1, float eps2) {
+extern "C" void conv_bn_relu_x2(const float* x, const float* w1, const float* g1, const float* be1,
+                                float* rm1, float* rv1, const float* w2, const float* g2, const float* be2,
+                                float* rm2, float* rv2, float* pad1, float* pad2, float* raw, float* coeffs,
+                                float* y, int64_t B, int64_t Cin, int64_t Cout, int64_t H, int64_t W,
+                                float momentum, float eps1, float eps2) {
     const Geo g = geometry(H, W);
     float* scale = coeffs;
     float* shift = coeffs + Cout;

@@ -5,11 +5,11 @@ import triton.language as tl
 
 
 @triton.jit
-def swiglu_linear_kernel(x_ptr, w_ptr, b_ptr, y_ptr, M, H, K,
+def glu_linear_kernel(x_ptr, w_ptr, b_ptr, y_ptr, M, H, K,
                          BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                          GROUP_M: tl.constexpr):
-    # The linear layer has 2H outputs: gate = rows [0, H) of w, value = rows [H, 2H).
-    # Each program computes matching gate and value tiles and writes silu(gate) * value: [M, H].
+    # The linear layer has 2H outputs: value = rows [0, H) of w, gate = rows [H, 2H).
+    # Each program computes matching value and gate tiles and writes value * sigmoid(gate): [M, H].
     pid = tl.program_id(0)
     grid_m = tl.cdiv(M, BLOCK_M)
     grid_n = tl.cdiv(H, BLOCK_N)
@@ -25,8 +25,8 @@ def swiglu_linear_kernel(x_ptr, w_ptr, b_ptr, y_ptr, M, H, K,
     m_ok = rm < M
     n_ok = rn < H
     x_ptrs = x_ptr + rm[:, None].to(tl.int64) * K + rk[None, :]
-    wg_ptrs = w_ptr + rn[None, :].to(tl.int64) * K + rk[:, None]
-    wv_ptrs = w_ptr + (rn[None, :] + H).to(tl.int64) * K + rk[:, None]
+    wv_ptrs = w_ptr + rn[None, :].to(tl.int64) * K + rk[:, None]
+    wg_ptrs = w_ptr + (rn[None, :] + H).to(tl.int64) * K + rk[:, None]
     acc_g = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     acc_v = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k0 in range(0, K, BLOCK_K):
@@ -39,9 +39,9 @@ def swiglu_linear_kernel(x_ptr, w_ptr, b_ptr, y_ptr, M, H, K,
         x_ptrs += BLOCK_K
         wg_ptrs += BLOCK_K
         wv_ptrs += BLOCK_K
-    g = acc_g + tl.load(b_ptr + rn, mask=n_ok, other=0.0)[None, :]
-    v = acc_v + tl.load(b_ptr + H + rn, mask=n_ok, other=0.0)[None, :]
-    out = g / (1.0 + tl.exp(-g)) * v
+    v = acc_v + tl.load(b_ptr + rn, mask=n_ok, other=0.0)[None, :]
+    g = acc_g + tl.load(b_ptr + H + rn, mask=n_ok, other=0.0)[None, :]
+    out = v / (1.0 + tl.exp(-g))
     tl.store(y_ptr + rm[:, None].to(tl.int64) * H + rn[None, :], out, mask=m_ok[:, None] & n_ok[None, :])
 
 
@@ -58,6 +58,6 @@ class ModelNew(nn.Module):
         y = torch.empty((M, H), device=x.device, dtype=x.dtype)
         BM, BN, BK = 128, 64, 16
         grid = (triton.cdiv(M, BM) * triton.cdiv(H, BN),)
-        swiglu_linear_kernel[grid](x, w, self.linear.bias, y, M, H, K, BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK,
+        glu_linear_kernel[grid](x, w, self.linear.bias, y, M, H, K, BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK,
                                    GROUP_M=8, num_warps=4, num_stages=3)
         return y

@@ -18,7 +18,8 @@ _PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+[a-z]?")
 _DIM_SUFFIX = re.compile(r"^([a-z]{3,})\d[a-z]?$")
 
 # Python, PyTorch-module boilerplate and English glue: present in every task, they only add noise.
-STOPWORDS = frozenset("""
+STOPWORDS = frozenset(
+    """
 a an and are as at be by for from has have if in into is it its of on or that the this to was were will with
 we you your our can use used using uses via each per one two all any not no do does so than then there these
 those which while when where how what also more most less only just other such up out over about after before
@@ -26,47 +27,112 @@ def class return import self super init forward torch nn functional f np numpy m
 input output outputs none true false x y z out tensor tensors float32 int64 dtype device cuda cpu kernelgym
 randn rand zeros ones empty arange list tuple int float bool dim dims size shape view reshape contiguous item
 new value values result
-""".split())
+""".split()
+)
 
 # Spellings of one concept -> tokens added alongside (never instead of) the original token.
 ALIASES: dict[str, tuple[str, ...]] = {
-    "gemm": ("matmul",), "mm": ("matmul",), "bmm": ("matmul", "batched"), "addmm": ("matmul", "bias"),
-    "baddbmm": ("matmul", "batched"), "matmul": ("gemm",), "linear": ("matmul", "gemm"), "dense": ("matmul",),
-    "einsum": ("matmul",), "mlp": ("matmul", "gemm"), "matvec": ("matmul", "gemv"), "mv": ("matmul", "gemv"),
+    "gemm": ("matmul",),
+    "mm": ("matmul",),
+    "bmm": ("matmul", "batched"),
+    "addmm": ("matmul", "bias"),
+    "baddbmm": ("matmul", "batched"),
+    "matmul": ("gemm",),
+    "linear": ("matmul", "gemm"),
+    "dense": ("matmul",),
+    "einsum": ("matmul",),
+    "mlp": ("matmul", "gemm"),
+    "matvec": ("matmul", "gemv"),
+    "mv": ("matmul", "gemv"),
     "gemv": ("matmul",),
-    "convolution": ("conv",), "convolutional": ("conv",), "conv1d": ("conv",), "conv2d": ("conv",),
-    "conv3d": ("conv",), "convtranspose1d": ("conv", "transpose"), "convtranspose2d": ("conv", "transpose"),
-    "convtranspose3d": ("conv", "transpose"), "deconv": ("conv", "transpose"), "depthwise": ("conv",),
-    "normalization": ("norm",), "normalize": ("norm",), "normalized": ("norm",), "normalizes": ("norm",),
-    "layernorm": ("norm", "layer"), "batchnorm": ("norm", "batch"), "groupnorm": ("norm", "group"),
-    "instancenorm": ("norm", "instance"), "rmsnorm": ("norm", "rms"), "var": ("variance",),
-    "std": ("variance",), "variance": ("var",),
-    "reduction": ("reduce",), "reductions": ("reduce",), "reducing": ("reduce",), "reduced": ("reduce",),
-    "amax": ("max", "reduce"), "amin": ("min", "reduce"), "argmax": ("max", "reduce", "index"),
-    "argmin": ("min", "reduce", "index"), "logsumexp": ("log", "sum", "exp", "reduce"),
-    "pooling": ("pool",), "maxpool": ("pool", "max"), "avgpool": ("pool", "avg"), "pools": ("pool",),
-    "attention": ("attn",), "attn": ("attention",), "sdpa": ("attention", "softmax"),
-    "multiheadattention": ("attention", "attn"), "flash": ("attention",),
-    "cumsum": ("scan", "prefix"), "cumprod": ("scan", "prefix"), "cummax": ("scan", "prefix"),
-    "cumulative": ("scan", "prefix"), "prefix": ("scan",),
-    "tiling": ("tile",), "tiled": ("tile",), "tiles": ("tile",), "blocking": ("block", "tile"),
-    "unrolling": ("unroll",), "unrolled": ("unroll",), "fused": ("fuse",), "fusion": ("fuse",),
-    "fusing": ("fuse",), "vectorized": ("vectorize",), "vectorization": ("vectorize",),
-    "coalesced": ("coalesce",), "coalescing": ("coalesce",), "lstm": ("rnn", "recurrent"),
-    "gru": ("rnn", "recurrent"), "rnn": ("recurrent",), "recurrent": ("rnn",),
-    "transposed": ("transpose",), "transposes": ("transpose",), "transposing": ("transpose",),
-    "crossentropy": ("cross", "entropy", "loss"), "nll": ("loss",), "kldiv": ("kl", "divergence", "loss"),
-    "mse": ("loss", "squared"), "loss": ("reduce",), "hinge": ("loss",), "huber": ("loss",),
-    "triplet": ("loss",), "cosine": ("similarity",),
-    "scaled": ("scale",), "scaling": ("scale",), "multiply": ("mul",), "multiplication": ("mul",),
+    "convolution": ("conv",),
+    "convolutional": ("conv",),
+    "conv1d": ("conv",),
+    "conv2d": ("conv",),
+    "conv3d": ("conv",),
+    "convtranspose1d": ("conv", "transpose"),
+    "convtranspose2d": ("conv", "transpose"),
+    "convtranspose3d": ("conv", "transpose"),
+    "deconv": ("conv", "transpose"),
+    "depthwise": ("conv",),
+    "normalization": ("norm",),
+    "normalize": ("norm",),
+    "normalized": ("norm",),
+    "normalizes": ("norm",),
+    "layernorm": ("norm", "layer"),
+    "batchnorm": ("norm", "batch"),
+    "groupnorm": ("norm", "group"),
+    "instancenorm": ("norm", "instance"),
+    "rmsnorm": ("norm", "rms"),
+    "var": ("variance",),
+    "std": ("variance",),
+    "variance": ("var",),
+    "reduction": ("reduce",),
+    "reductions": ("reduce",),
+    "reducing": ("reduce",),
+    "reduced": ("reduce",),
+    "amax": ("max", "reduce"),
+    "amin": ("min", "reduce"),
+    "argmax": ("max", "reduce", "index"),
+    "argmin": ("min", "reduce", "index"),
+    "logsumexp": ("log", "sum", "exp", "reduce"),
+    "pooling": ("pool",),
+    "maxpool": ("pool", "max"),
+    "avgpool": ("pool", "avg"),
+    "pools": ("pool",),
+    "attention": ("attn",),
+    "attn": ("attention",),
+    "sdpa": ("attention", "softmax"),
+    "multiheadattention": ("attention", "attn"),
+    "flash": ("attention",),
+    "cumsum": ("scan", "prefix"),
+    "cumprod": ("scan", "prefix"),
+    "cummax": ("scan", "prefix"),
+    "cumulative": ("scan", "prefix"),
+    "prefix": ("scan",),
+    "tiling": ("tile",),
+    "tiled": ("tile",),
+    "tiles": ("tile",),
+    "blocking": ("block", "tile"),
+    "unrolling": ("unroll",),
+    "unrolled": ("unroll",),
+    "fused": ("fuse",),
+    "fusion": ("fuse",),
+    "fusing": ("fuse",),
+    "vectorized": ("vectorize",),
+    "vectorization": ("vectorize",),
+    "coalesced": ("coalesce",),
+    "coalescing": ("coalesce",),
+    "lstm": ("rnn", "recurrent"),
+    "gru": ("rnn", "recurrent"),
+    "rnn": ("recurrent",),
+    "recurrent": ("rnn",),
+    "transposed": ("transpose",),
+    "transposes": ("transpose",),
+    "transposing": ("transpose",),
+    "crossentropy": ("cross", "entropy", "loss"),
+    "nll": ("loss",),
+    "kldiv": ("kl", "divergence", "loss"),
+    "mse": ("loss", "squared"),
+    "loss": ("reduce",),
+    "hinge": ("loss",),
+    "huber": ("loss",),
+    "triplet": ("loss",),
+    "cosine": ("similarity",),
+    "scaled": ("scale",),
+    "scaling": ("scale",),
+    "multiply": ("mul",),
+    "multiplication": ("mul",),
 }
 
 # Pointwise ops: a task built from them is an elementwise (memory-bound) job, which skills say in words.
-ELEMENTWISE = frozenset("""
+ELEMENTWISE = frozenset(
+    """
 relu relu6 gelu silu swish sigmoid tanh elu selu celu leaky leakyrelu hardtanh hardswish hardsigmoid mish
 softplus softsign logsigmoid prelu rrelu exp log abs sqrt rsqrt clamp clip minimum maximum where sign
 erf neg reciprocal pow square add sub mul div subtract divide dropout threshold
-""".split())
+""".split()
+)
 
 
 @lru_cache(maxsize=65536)

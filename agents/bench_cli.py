@@ -1,0 +1,70 @@
+"""`kernelgym bench`: a typer command function; kernelgym/cli.py mounts it with
+`app.command("bench")(bench_command)`."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+
+import typer
+
+from kernelgym.agents.baselines import BASELINES
+
+
+def bench_command(
+    env: str = typer.Option("KernelGym-v0", "--env",
+                            help="env id (KernelGym-L1-v0), a comma list, or a family for all levels (KernelGym-v0)"),
+    policy: str = typer.Option("replay:cpp+cheats", "--policy",
+                               help="replay:cpp[+cheats] | replay:PATH | smollm2 | hf:PATH_OR_NAME | "
+                                    "openai:MODEL@BASE_URL | scripted:..."),
+    backend: str = typer.Option("cpp", "--backend", help="cpp, triton or cuda"),
+    size: str = typer.Option("cpu", "--size", help="cpu or gpu problem sizes"),
+    tasks: str = typer.Option("auto", "--tasks",
+                              help="auto (the tasks the policy covers, else all), all, or globs/substrings, "
+                                   "comma-separated (e.g. 'L1/*,*Gemm*')"),
+    samples: int = typer.Option(1, "--samples", help="independent episodes per task"),
+    turns: int | None = typer.Option(None, "--turns",
+                                     help="replies per episode (best_of_n: N); default: replay's file count, else 4"),
+    baseline: str = typer.Option("refine", "--baseline", help=f"one of {', '.join(BASELINES)}"),
+    concurrency: int = typer.Option(1, "--concurrency", help="episodes in flight (each evaluation uses a core)"),
+    out: str | None = typer.Option(None, "--out", help="output folder (default runs/bench/<env>__<policy>__<baseline>)"),
+    reward: str = typer.Option("speedup", "--reward", help="reward function name (kernelgym.rewards)"),
+    seed: int = typer.Option(0, "--seed"),
+    kernelbench_root: str | None = typer.Option(None, "--kernelbench-root", help="KernelBench checkout for KernelBench-*"),
+    no_tensorboard: bool = typer.Option(False, "--no-tensorboard", help="skip the TensorBoard scalars"),
+) -> None:
+    """Run a policy over a task set (resumable: rerun the same command to continue), then report fast_p."""
+    from kernelgym.agents.bench import BenchConfig, BenchError, run_bench
+    from kernelgym.errors import KernelGymError
+
+    config = BenchConfig(env=env, policy=policy, baseline=baseline, backend=backend, size=size, tasks=tasks,
+                         samples=samples, turns=turns, concurrency=concurrency, out=out, reward=reward, seed=seed,
+                         kernelbench_root=kernelbench_root, tensorboard=not no_tensorboard)
+    command = "kernelgym bench " + " ".join(shlex.quote(a) for a in _bench_args())
+    try:
+        outcome = run_bench(config, command=command)
+    except (BenchError, KernelGymError, ValueError, FileNotFoundError, ModuleNotFoundError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from None
+    except KeyboardInterrupt:
+        typer.echo("interrupted: finished episodes are saved; rerun the same command to continue", err=True)
+        raise typer.Exit(130) from None
+    if outcome.errors:
+        raise typer.Exit(2)
+
+
+def _bench_args() -> list[str]:
+    """The command line's arguments after the word `bench` (or all of them under `python -m`)."""
+    args = sys.argv[1:]
+    return args[args.index("bench") + 1:] if "bench" in args else args
+
+
+def main() -> None:
+    """`python -m kernelgym.agents.bench_cli ...` (the same command before kernelgym/cli.py mounts it)."""
+    app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+    app.command("bench")(bench_command)
+    app(sys.argv[1:])
+
+
+if __name__ == "__main__":
+    main()

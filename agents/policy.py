@@ -1,0 +1,95 @@
+"""The Policy protocol: an observation in, the reply text out.
+
+A policy is anything with `act(observation, info) -> str`. `act_batch` answers several observations at once
+(a batched model call, or concurrent requests); `BasePolicy` gives the plain loop as its default.
+
+Observations are the environment's dict ("prompt", "feedback", "turn", ...). A baseline that keeps a
+conversation puts it in `observation["messages"]` (chat messages, system first); `to_messages` turns either
+form into the chat a model reads. `info` carries at least "task_id", and "attempt" (0-based index of the
+reply within the episode) when a baseline sets it; replay policies read those two.
+
+A reply may be a `Reply`: a `str` with a `meta` dict (e.g. which file a replay came from, or a cheat's
+label) that baselines copy into the episode record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
+
+SYSTEM_PROMPT = (
+    "You are an expert performance engineer who writes fast, correct kernels. You answer with the complete "
+    "Python solution module (defining ModelNew) in a single ```python block, following the task's rules exactly."
+)
+
+
+class Reply(str):
+    """A reply string carrying metadata for the record (a plain `str` to everything else)."""
+
+    meta: dict[str, Any]
+
+    def __new__(cls, text: str, **meta: Any) -> Reply:
+        obj = super().__new__(cls, text)
+        obj.meta = dict(meta)
+        return obj
+
+
+@runtime_checkable
+class Policy(Protocol):
+    def act(self, observation: dict[str, Any], info: dict[str, Any]) -> str: ...
+
+    def act_batch(self, observations: Sequence[dict[str, Any]], infos: Sequence[dict[str, Any]]) -> list[str]: ...
+
+
+class BasePolicy:
+    """Implements `act_batch` as a loop over `act`; subclasses override either or both."""
+
+    name: str = "policy"
+
+    def act(self, observation: dict[str, Any], info: dict[str, Any]) -> str:
+        return self.act_batch([observation], [info])[0]
+
+    def act_batch(self, observations: Sequence[dict[str, Any]], infos: Sequence[dict[str, Any]]) -> list[str]:
+        if type(self).act is BasePolicy.act:
+            raise NotImplementedError(f"{type(self).__name__} must define act() or act_batch()")
+        return [self.act(o, i) for o, i in zip(observations, infos, strict=True)]
+
+    def close(self) -> None:  # policies holding a model or a client may release it
+        pass
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
+
+
+def act_batch(policy: Any, observations: Sequence[dict[str, Any]], infos: Sequence[dict[str, Any]]) -> list[str]:
+    """`policy.act_batch` when it has one, else a loop over `policy.act` (for duck-typed policies)."""
+    if hasattr(policy, "act_batch"):
+        return list(policy.act_batch(list(observations), list(infos)))
+    return [policy.act(o, i) for o, i in zip(observations, infos, strict=True)]
+
+
+def user_text(observation: dict[str, Any]) -> str:
+    """The environment's prompt, followed by the judge's feedback on the last attempt if there is some."""
+    prompt = str(observation.get("prompt", ""))
+    feedback = str(observation.get("feedback", "") or "").strip()
+    if feedback:
+        return f"{prompt}\n\nFeedback from the judge on your last attempt:\n{feedback}"
+    return prompt
+
+
+def to_messages(observation: dict[str, Any], system_prompt: str | None = SYSTEM_PROMPT) -> list[dict[str, str]]:
+    """Chat messages for a model: `observation["messages"]` if a baseline built them, else system + user."""
+    messages = observation.get("messages")
+    if messages:
+        out = [{"role": str(m["role"]), "content": str(m["content"])} for m in messages]
+        if system_prompt and out[0]["role"] != "system":
+            out.insert(0, {"role": "system", "content": system_prompt})
+        return out
+    out = [{"role": "user", "content": user_text(observation)}]
+    if system_prompt:
+        out.insert(0, {"role": "system", "content": system_prompt})
+    return out
+
+
+def reply_meta(reply: str) -> dict[str, Any]:
+    return dict(getattr(reply, "meta", {}) or {})
