@@ -19,6 +19,13 @@ app.add_typer(tasks_app, name="tasks")
 console = Console()
 
 
+def _mount_optional() -> None:
+    """Commands of the subpackages (their imports stay light: heavy libraries load when a command runs)."""
+    from kernelgym.skill_store.cli import app as skills_app
+
+    app.add_typer(skills_app, name="skills", help="The verified skill library: list, search, add, verify.")
+
+
 def _fail(message: str) -> None:
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(1)
@@ -172,6 +179,9 @@ def examples_command(
         console.print(f"{sum(r.ok for r in honest)}/{len(honest)} examples correct, "
                       f"{sum(bool(r.verified_speedup) for r in honest)} with a verified speedup; "
                       f"{len(caught)}/{len(rows) - len(honest)} cheats rejected")
+
+
+_mount_optional()
 
 
 def main() -> None:

@@ -28,4 +28,7 @@ def get_init_inputs():
 
 
 # kernelgym metadata (read without running the file): the cpu size replaces the constants above.
-KERNELGYM = {"category": "norm", "sizes": {"cpu": {"batch_size": 4, "channels": 8, "height": 64, "width": 128}}}
+KERNELGYM = {
+    "category": "norm",
+    "sizes": {"cpu": {"batch_size": 4, "channels": 8, "height": 64, "width": 128}},
+}

@@ -31,4 +31,7 @@ def get_init_inputs():
 
 
 # kernelgym metadata (read without running the file): the cpu size replaces the constants above.
-KERNELGYM = {"category": "pooling", "sizes": {"cpu": {"batch_size": 4, "channels": 16, "height": 64, "width": 64}}}
+KERNELGYM = {
+    "category": "pooling",
+    "sizes": {"cpu": {"batch_size": 4, "channels": 16, "height": 64, "width": 64}},
+}

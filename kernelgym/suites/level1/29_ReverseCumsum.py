@@ -18,8 +18,8 @@ length = 6144
 
 
 def get_inputs():
-    # Scaled by 1/sqrt(length) so that the running sums stay O(1): fp32 rounding along a whole row (in any scan
-    # order) then stays well inside the 1e-4 tolerance, also where a suffix sum passes close to zero.
+    # Scaled by 1/sqrt(length) so that the running sums stay O(1): fp32 rounding along a whole row (in any
+    # scan order) then stays well inside the 1e-4 tolerance, also where a suffix sum passes close to zero.
     return [torch.randn(batch_size, length) / length**0.5]
 
 

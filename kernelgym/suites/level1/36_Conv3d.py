@@ -33,5 +33,7 @@ def get_init_inputs():
 # kernelgym metadata (read without running the file): the cpu size replaces the constants above.
 KERNELGYM = {
     "category": "convolution",
-    "sizes": {"cpu": {"batch_size": 2, "in_channels": 4, "out_channels": 8, "depth": 8, "height": 16, "width": 16}},
+    "sizes": {
+        "cpu": {"batch_size": 2, "in_channels": 4, "out_channels": 8, "depth": 8, "height": 16, "width": 16}
+    },
 }

@@ -29,4 +29,7 @@ def get_init_inputs():
 
 
 # kernelgym metadata (read without running the file): the cpu size replaces the constants above.
-KERNELGYM = {"category": "convolution", "sizes": {"cpu": {"batch_size": 4, "channels": 16, "height": 48, "width": 48}}}
+KERNELGYM = {
+    "category": "convolution",
+    "sizes": {"cpu": {"batch_size": 4, "channels": 16, "height": 48, "width": 48}},
+}

@@ -5,8 +5,9 @@ from kernelgym.kernels import load_cpp
 
 # Row softmax in three sweeps over a row that stays in L1: the maximum, then exp(x - max) written to the
 # output while its sum accumulates in vector lanes, then a scale by 1 / sum. exp is computed as 2^v with
-# v = (x - max) log2(e) <= 0, split into round(v) and a fraction in [-1/2, 1/2] (a fitted degree-5 polynomial); with
-# AVX-512, vrndscale/vscalef do the rounding and the 2^n (underflow flushes gracefully towards 0).
+# v = (x - max) log2(e) <= 0, split into round(v) and a fraction in [-1/2, 1/2] (a fitted degree-5
+# polynomial); with AVX-512, vrndscale/vscalef do the rounding and the 2^n (underflow flushes gracefully
+# towards 0).
 _lib = load_cpp(r"""
 #include <cstdint>
 #include <cstring>
@@ -49,7 +50,11 @@ static inline vf v_exp2_neg(vf v) {
 #endif
 }
 
-static inline float hmax(vf v) { float m = v[0]; for (int l = 1; l < VL; ++l) m = v[l] > m ? v[l] : m; return m; }
+static inline float hmax(vf v) {
+    float m = v[0];
+    for (int l = 1; l < VL; ++l) m = v[l] > m ? v[l] : m;
+    return m;
+}
 static inline float hsum(vf v) { float s = 0.0f; for (int l = 0; l < VL; ++l) s += v[l]; return s; }
 
 extern "C" void softmax_rows(const float* x, float* y, int64_t rows, int64_t cols) {
@@ -74,7 +79,11 @@ extern "C" void softmax_rows(const float* x, float* y, int64_t rows, int64_t col
             st(out + j, e0); st(out + j + VL, e1);
             s0 += e0; s1 += e1;
         }
-        for (; j < cv; j += VL) { const vf e = v_exp2_neg(ld(in + j) * splat(LOG2E) + bias); st(out + j, e); s0 += e; }
+        for (; j < cv; j += VL) {
+            const vf e = v_exp2_neg(ld(in + j) * splat(LOG2E) + bias);
+            st(out + j, e);
+            s0 += e;
+        }
         float sum = hsum(s0 + s1);
         if (cv < cols) {  // ragged tail through one padded vector (-inf pads give exp 0)
             float pad[VL], e[VL];

@@ -58,7 +58,8 @@ extern "C" void layer_norm_rows(const float* x, const float* gamma, const float*
         for (int64_t k = cv; k < cols; ++k) { const float d = in[k] - mean; sq += d * d; }
         const float inv = 1.0f / std::sqrt(sq / (float)cols + eps);
         const vf vi = splat(inv);
-        for (int64_t j = 0; j < cv; j += VL) st(out + j, (ld(in + j) - vm) * vi * ld(gamma + j) + ld(beta + j));
+        for (int64_t j = 0; j < cv; j += VL)
+            st(out + j, (ld(in + j) - vm) * vi * ld(gamma + j) + ld(beta + j));
         for (int64_t k = cv; k < cols; ++k) out[k] = (in[k] - mean) * inv * gamma[k] + beta[k];
     }
 }
@@ -74,6 +75,6 @@ class ModelNew(nn.Module):
         x = x.contiguous()
         y = torch.empty_like(x)
         cols = x.shape[-1]
-        _lib.layer_norm_rows(x, self.norm.weight.contiguous(), self.norm.bias.contiguous(), y, x.numel() // cols,
-                             cols, float(self.norm.eps))
+        weight, bias = self.norm.weight.contiguous(), self.norm.bias.contiguous()
+        _lib.layer_norm_rows(x, weight, bias, y, x.numel() // cols, cols, float(self.norm.eps))
         return y

@@ -4,9 +4,10 @@ import torch.nn as nn
 from kernelgym.kernels import load_cpp
 
 # 2-D max pooling (any kernel, stride and padding; dilation 1, floor mode), separably per (sample, channel)
-# plane. For each output row, the vertical max over the window's input rows is taken with unit-stride vector
-# loads into a row buffer whose padding columns hold -inf; the horizontal max over each output's window is then
-# read from that buffer without any bounds checks. Padding rows are simply skipped (they never win a max).
+# plane. For each output row, the vertical max over the window's input rows is taken with unit-stride
+# vector loads into a row buffer whose padding columns hold -inf; the horizontal max over each output's
+# window is then read from that buffer without any bounds checks. Padding rows are simply skipped (they
+# never win a max).
 _lib = load_cpp(r"""
 #include <cstdint>
 #include <cstdlib>

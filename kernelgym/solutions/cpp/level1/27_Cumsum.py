@@ -41,7 +41,7 @@ static inline vf scan_vector(vf v) {
 
 static inline vf last_lane(vf v) { return __builtin_shuffle(v, vi{} + (VL - 1)); }
 
-// Scan R rows of length n (stride ld) at once; the tail past the last whole vector goes one element at a time.
+// Scan R rows of length n (stride ld_) at once; the tail past the last whole vector goes one at a time.
 template <int R>
 static void scan_rows(const float* x, float* y, int64_t n, int64_t ld_) {
     vf carry[R] = {};
@@ -75,7 +75,7 @@ class ModelNew(nn.Module):
         self.dim = dim
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        # The scanned dimension is made the last, contiguous one (a no-op for the task's dim=1 of a 2-D input).
+        # The scanned dimension is made the last, contiguous one (a no-op for the task's 2-D input, dim=1).
         xt = x.movedim(self.dim, -1).contiguous()
         y = torch.empty_like(xt)
         n = xt.shape[-1]

@@ -106,7 +106,8 @@ extern "C" void matmul(const float* A, const float* B, float* C, int64_t M, int6
                     const int64_t cols = N - j0;
                     alignas(64) float buf[MR * NR];
                     for (int r = 0; r < rows; ++r)
-                        for (int64_t c = 0; c < NR; ++c) buf[r * NR + c] = c < cols ? C[(i0 + r) * N + j0 + c] : 0.f;
+                        for (int64_t c = 0; c < NR; ++c)
+                            buf[r * NR + c] = c < cols ? C[(i0 + r) * N + j0 + c] : 0.0f;
                     tile_rows(rows, a, K, panel, kc, buf, NR, k0 > 0);
                     for (int r = 0; r < rows; ++r) std::memcpy(C + (i0 + r) * N + j0, buf + r * NR, cols * 4);
                 }

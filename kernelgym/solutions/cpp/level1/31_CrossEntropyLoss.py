@@ -5,8 +5,8 @@ from kernelgym.kernels import load_cpp
 
 # Mean cross entropy: loss_i = logsumexp(logits_i) - logits_i[target_i]. Per row, one sweep finds the maximum
 # and a second accumulates exp(x - max) in vector lanes (exp as 2^v: round(v) plus a fitted degree-5
-# polynomial for the fraction, vrndscale/vscalef with AVX-512); the row losses are summed in double and divided
-# by the batch size, all inside the kernel.
+# polynomial for the fraction, vrndscale/vscalef with AVX-512); the row losses are summed in double and
+# divided by the batch size, all inside the kernel.
 _lib = load_cpp(r"""
 #include <cmath>
 #include <cstdint>
@@ -49,7 +49,11 @@ static inline vf v_exp2_neg(vf v) {  // 2^v for v <= 0
 #endif
 }
 
-static inline float hmax(vf v) { float m = v[0]; for (int l = 1; l < VL; ++l) m = v[l] > m ? v[l] : m; return m; }
+static inline float hmax(vf v) {
+    float m = v[0];
+    for (int l = 1; l < VL; ++l) m = v[l] > m ? v[l] : m;
+    return m;
+}
 static inline float hsum(vf v) { float s = 0.0f; for (int l = 0; l < VL; ++l) s += v[l]; return s; }
 
 extern "C" void cross_entropy_mean(const float* logits, const int64_t* targets, float* out, int64_t rows,

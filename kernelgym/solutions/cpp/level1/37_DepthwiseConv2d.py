@@ -78,7 +78,7 @@ extern "C" void depthwise_conv2d(const float* x, const float* w, const float* bi
     {
         float* buf = (float*)std::aligned_alloc(64, (size_t)(Hp * Wp * sizeof(float) + 63) / 64 * 64);
         float* stage = (float*)std::aligned_alloc(64, (size_t)(8 * OWp * sizeof(float) + 63) / 64 * 64);
-        std::memset(buf, 0, sizeof(float) * Hp * Wp);  // the padding stays zero: only the interior is rewritten
+        std::memset(buf, 0, sizeof(float) * Hp * Wp);  // padding stays zero: only the interior is rewritten
         #pragma omp for schedule(static)
         for (int64_t p = 0; p < N * C; ++p) {
             const int64_t c = p % C;

@@ -6,9 +6,10 @@ from kernelgym.kernels import load_cpp
 # Exact (erf) GELU, vectorized with GCC vector types. With z = |x| / sqrt(2), erfc(z) is evaluated as
 # t * P(t) * exp(-z^2), t = 1 / (1 + p z) (a five-term rational fit, absolute error below 1.5e-7), and
 # gelu(x) = x * (1 - erfc(z) / 2) for x >= 0, x * erfc(z) / 2 below: the small negative tail keeps its
-# precision because erfc is computed directly instead of as 1 - erf. exp(-z^2) is 2^v with v = -x^2 log2(e) / 2,
-# split into round(v) and a fraction in [-1/2, 1/2] whose 2^f is a fitted degree-5 polynomial; the reciprocal is the
-# hardware estimate refined by a Newton step. With AVX-512, vrndscale/vscalef do the rounding and the 2^n.
+# precision because erfc is computed directly instead of as 1 - erf. exp(-z^2) is 2^v, v = -x^2 log2(e) / 2,
+# split into round(v) and a fraction in [-1/2, 1/2] whose 2^f is a fitted degree-5 polynomial; the
+# reciprocal is the hardware estimate refined by a Newton step. With AVX-512, vrndscale/vscalef do the
+# rounding and the 2^n.
 _lib = load_cpp(r"""
 #include <cstdint>
 #include <cstring>
