@@ -11,6 +11,7 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   python -m pip install -q --upgrade pip
   # The CPU build of torch (a bare `torch` would pull a multi-GB CUDA build) and torch 2.13's Triton pin.
   python -m pip install -q "torch==2.13.0" "triton==3.7.*"
-  python -m pip install -q -e ".[dev]"
+  # The agents extra too: its adapters and trainers are tested on the CPU like everything else.
+  python -m pip install -q -e ".[dev,agents]"
   touch "$stamp"
 fi
