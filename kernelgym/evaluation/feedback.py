@@ -42,6 +42,9 @@ def render_feedback(result: EvalResult, max_chars: int = 4000) -> str:
                 f"{timing.speedup:.3g}x (95% CI {timing.speedup_ci_low:.3g}-{timing.speedup_ci_high:.3g}), "
                 f"{'verified' if timing.verified else 'not verified'}."
             )
+            if timing.speedup_vs_compile:
+                lines.append(f"Against torch.compile of the reference ({timing.compile_ms:.4g} ms"
+                             f"{', cached baseline' if timing.compile_baseline_cached else ''}): {timing.speedup_vs_compile:.3g}x.")
         elif timing.reason:
             lines.append(timing.reason.capitalize() + ".")
     prof = result.profile

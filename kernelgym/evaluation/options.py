@@ -26,6 +26,7 @@ class EvalOptions:
     max_torch_share: float = 0.5  # ATen compute above this share of the candidate's time is a passthrough
     reference_slowdown_limit: float = 1.5  # reference slower than this after candidate import: tampering
     threads: int = 1  # CPU threads for torch and OpenMP during timing
+    compile_baseline: bool = False  # also report the speedup over torch.compile of the reference (cached)
     seed: int | None = None  # fixes the hidden seeds (for debugging only: normal runs draw fresh ones)
 
     @classmethod

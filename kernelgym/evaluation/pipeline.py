@@ -174,9 +174,12 @@ class Pipeline:
     """Evaluates jobs one at a time inside a worker. Holds the worker's knowledge of its machine."""
 
     def __init__(self, work_root: str, sandbox: SandboxConfig, has_gpu: bool):
+        from kernelgym.evaluation.baselines import BaselineCache
+
         self.work_root = work_root
         self.sandbox = sandbox
         self.has_gpu = has_gpu
+        self.baselines = BaselineCache(kernels.cache_root() / "baselines.json")
 
     def run(self, job: EvalJob) -> EvalResult:
         started = time.monotonic()
@@ -229,7 +232,15 @@ class Pipeline:
             timing_config=TimingConfig(trials=options.timing_trials, warmup=options.warmup,
                                        budget_s=options.timing_budget_s),
             profile=options.profile, threads=options.threads,
+            compile_baseline=options.compile_baseline and mode == "run" and options.timing,
+            cached_compile_ms=self.baselines.get(self._baseline_key(job, device)) if options.compile_baseline else None,
         )
+
+    def _baseline_key(self, job: EvalJob, device: str) -> str:
+        from kernelgym.evaluation.baselines import fingerprint
+        from kernelgym.tasks.task import content_hash
+
+        return f"{content_hash(job.task_source)[:24]}|{job.dtype}|{fingerprint(device, job.options.threads)}"
 
     # reference -------------------------------------------------------------------------------------------
     def _start_reference(self, child_job: ChildJob, eval_dir: str, options: EvalOptions) -> _Child:
@@ -305,6 +316,7 @@ class _Session:
         self.pipeline, self.child, self.job, self.child_job = pipeline, child, job, child_job
         self.judge, self.result, self.mode = judge, result, mode
         self.stage = "start"
+        self.compile_ms = child_job.cached_compile_ms
         self.build_s = 0.0
         self.cached = True
         self.stage_started = time.monotonic()
@@ -325,6 +337,12 @@ class _Session:
                 continue
             if kind == "build":
                 self._build(meta)
+                continue
+            if kind == "compile_baseline":
+                self.compile_ms = float(meta.get("ms", 0.0)) or None
+                if self.compile_ms:
+                    key = self.pipeline._baseline_key(self.job, self.child_job.device)
+                    self.pipeline.baselines.put(key, self.compile_ms)
                 continue
             if kind == "error":
                 self._error(meta)
@@ -456,6 +474,10 @@ class _Session:
             remeasured=remeasured,
         )
         timing.verified = low > options.threshold and not any(r.startswith("not_reproduced") for r in self.result.reasons)
+        if self.compile_ms:
+            timing.compile_ms = round(self.compile_ms, 6)
+            timing.speedup_vs_compile = round(self.compile_ms / max(timing.candidate.median_ms, 1e-9), 4)
+            timing.compile_baseline_cached = self.child_job.cached_compile_ms is not None
         self.result.timing = timing
         for k in range(min(len(self.child_job.trial_seeds), INPUT_SETS_FOR_TIMING)):
             kind, meta, blobs = self.next()

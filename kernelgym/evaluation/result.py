@@ -98,6 +98,9 @@ class TimingResult:
     verified: bool = False  # correct, and the low end of the interval is above the threshold
     remeasured: bool = False
     baseline: str = "eager"
+    compile_ms: float | None = None  # torch.compile of the reference, when asked for
+    speedup_vs_compile: float | None = None
+    compile_baseline_cached: bool = False
 
 
 @dataclass

@@ -44,6 +44,8 @@ class ChildJob:
     timing_config: timing_mod.TimingConfig = field(default_factory=timing_mod.TimingConfig)
     profile: bool = True
     threads: int = 1
+    compile_baseline: bool = False  # also time torch.compile of the reference (before any candidate code)
+    cached_compile_ms: float | None = None  # a baseline measured earlier on this hardware and software
 
 
 # helpers shared by both runners ---------------------------------------------------------------------------
@@ -261,6 +263,11 @@ def run_candidate(job: ChildJob, sock: socket.socket, eval_dir: str) -> None:
                 pre_ref_times = timing_mod.measure_alone(
                     timer, lambda k: reference(*sets[k]), len(sets),
                     timing_mod.TimingConfig(trials=20, warmup=2, budget_s=1.0, min_trials=5))
+                if job.compile_baseline and job.cached_compile_ms is None:
+                    protocol.send(sock, "stage", {"name": "compile_baseline"})
+                    compiled = torch.compile(reference)
+                    times = timing_mod.measure_alone(timer, lambda k: compiled(*sets[k]), len(sets), job.timing_config)
+                    protocol.send(sock, "compile_baseline", {"ms": sorted(times)[len(times) // 2]})
         protocol.send(sock, "stage", {"name": "build"})
         kernels.remote_builder = _remote_builder(sock)
         _install_load_inline_shim(sock)

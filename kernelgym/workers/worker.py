@@ -52,6 +52,8 @@ def _preimport(has_gpu: bool) -> None:
 
     names = ["numpy", "kernelgym.evaluation.profile", "kernelgym.evaluation.compare", "torch.utils._python_dispatch"]
     if not has_gpu:
+        # Without a GPU, Triton can only interpret; the flag must be set before Triton is first imported.
+        os.environ["TRITON_INTERPRET"] = "1"
         names += ["torch.profiler", "torch.utils.cpp_extension", "triton", "triton.language"]
     for name in names:
         try:

@@ -48,3 +48,18 @@ def test_cuda_compile_errors_reach_the_agent(cpu_pool):
     result = cpu_pool.evaluate(bundled().get(example.task_id), broken, backend="cuda")
     assert result.verdict is Verdict.COMPILE_ERROR
     assert "undefined_thing" in result.to_feedback()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("example", examples("triton"), ids=lambda e: e.task_id)
+def test_every_triton_example_is_correct_in_the_interpreter(cpu_pool, example):
+    result = cpu_pool.evaluate(bundled().get(example.task_id), example.source, backend="triton")
+    assert result.verdict is Verdict.OK, (result.reasons, result.output_tail[-1500:])
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+@pytest.mark.parametrize("example", examples("cuda"), ids=lambda e: e.task_id)
+def test_every_cuda_example_compiles(cpu_pool, example):
+    result = cpu_pool.evaluate(bundled().get(example.task_id), example.source, backend="cuda")
+    assert result.build.compiled and result.reasons[0].startswith("no_gpu"), result.reasons
