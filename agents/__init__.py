@@ -24,4 +24,5 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'kernelgym.agents' has no attribute {name!r}")
 
 
-__all__ = sorted(_LAZY)
+__all__ = ["BasePolicy", "BenchConfig", "EpisodeRecord", "Policy", "Reply", "make_policy", "run_bench", "summarize",
+           "to_messages"]

@@ -29,7 +29,7 @@ from kernelgym.agents import baselines
 from kernelgym.agents.baselines.common import EpisodeRecord, episode_key
 
 # Fields that define a run: a rerun into the same folder must agree on these (tasks and samples may grow).
-IDENTITY = ("env", "policy", "baseline", "backend", "size", "turns", "reward")
+IDENTITY = ("env", "policy", "baseline", "baseline_options", "backend", "size", "turns", "reward", "eval_options")
 
 
 class BenchError(RuntimeError):
@@ -53,6 +53,7 @@ class BenchConfig:
     seed: int = 0
     kernelbench_root: str | None = None
     baseline_options: dict[str, Any] = field(default_factory=dict)
+    eval_options: dict[str, Any] = field(default_factory=dict)  # more EvalOptions for the judge (timing_trials, ...)
     tensorboard: bool = True
 
 
@@ -185,12 +186,13 @@ def run_bench(config: BenchConfig, *, policy: Any = None, progress: bool = True,
     """Run (or continue) a bench and write its report. `policy` overrides `config.policy`'s spec with an
     object (its name is still config.policy); `stop_after` ends the run after that many new episodes."""
     import gymnasium as gym
-
     from kernelgym.agents.policies import make_policy
     from kernelgym.agents.report import print_table, summarize, write_report
+
     from kernelgym.workers.pool import EvalPool
 
-    baselines.get(config.baseline)  # fails early on a typo
+    module = baselines.get(config.baseline)  # a typo fails here, before a model loads
+    baseline_config = baselines.make_config(config.baseline, **config.baseline_options)
     if config.samples < 1 or config.concurrency < 1:
         raise BenchError("--samples and --concurrency must be at least 1")
     env_ids = expand_env_ids(config.env)
@@ -204,6 +206,8 @@ def run_bench(config: BenchConfig, *, policy: Any = None, progress: bool = True,
                                       "reward": config.reward, "trajectory_path": str(out / "trajectories.jsonl")}
         if config.kernelbench_root:
             env_kwargs["kernelbench_root"] = config.kernelbench_root
+        if config.eval_options:
+            env_kwargs["eval_options"] = dict(config.eval_options)
         tasks: dict[str, tuple[str, Any]] = {}  # task id -> (env id, Task)
         for env_id in env_ids:
             probe = gym.make(env_id, **{**env_kwargs, "trajectory_path": None})
@@ -216,7 +220,7 @@ def run_bench(config: BenchConfig, *, policy: Any = None, progress: bool = True,
         turns = config.turns
         if turns is None:
             suggest = getattr(policy, "suggested_turns", None)
-            turns = int(suggest(chosen)) if suggest else 4
+            turns = 1 if config.baseline == "one_shot" else int(suggest(chosen)) if suggest else 4
         env_kwargs["max_turns"] = turns
         task_list = [{"id": t, "level": tasks[t][1].level, "category": tasks[t][1].category, "env": tasks[t][0]}
                      for t in chosen]
@@ -232,18 +236,19 @@ def run_bench(config: BenchConfig, *, policy: Any = None, progress: bool = True,
         if stop_after is not None:
             todo = todo[:stop_after]
         skipped = sum(episode_key(t, s) in done for t in chosen for s in range(config.samples))
-        module = baselines.get(config.baseline)
-        baseline_config = baselines.make_config(config.baseline, **config.baseline_options)
         errors: list[dict[str, Any]] = []
         local = threading.local()
         errors_lock = threading.Lock()
+        made: list[Any] = []
 
-        def env_for(env_id: str):
+        def env_for(env_id: str):  # one env per thread and id: an env runs one episode at a time
             envs = getattr(local, "envs", None)
             if envs is None:
                 envs = local.envs = {}
             if env_id not in envs:
                 envs[env_id] = gym.make(env_id, **env_kwargs)
+                with errors_lock:
+                    made.append(envs[env_id])
             return envs[env_id]
 
         def one(task_id: str, sample: int) -> dict[str, Any] | None:
@@ -252,7 +257,7 @@ def run_bench(config: BenchConfig, *, policy: Any = None, progress: bool = True,
             try:
                 record: EpisodeRecord = module.run_episode(env, policy, task_id, baseline_config, sample=sample,
                                                            seed=config.seed + sample)
-            except Exception as exc:  # a failed episode is logged and retried by the next run, never half-kept
+            except Exception as exc:  # noqa: BLE001 - a failed episode is logged and retried by the next run, never half-kept
                 entry = {"key": episode_key(task_id, sample), "task_id": task_id, "sample": sample,
                          "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc(limit=8),
                          "time": time.time()}
@@ -270,7 +275,11 @@ def run_bench(config: BenchConfig, *, policy: Any = None, progress: bool = True,
                 on_episode(data)
             return data
 
-        ran = _execute(todo, one, config.concurrency, progress, console, skipped)
+        try:
+            ran = _execute(todo, one, config.concurrency, progress, console, skipped)
+        finally:
+            for env in made:
+                env.close()
         records = results.read()
         summary = summarize(records, task_list, config.samples)
         meta = {"command": command, "env": config.env, "policy": config.policy, "baseline": config.baseline,
@@ -336,6 +345,10 @@ def _execute(todo, one, concurrency: int, progress: bool, console, skipped: int)
                     finished(f.result())
         for f in pending:
             finished(f.result())
+    except KeyboardInterrupt:
+        if progress:
+            _print(console, "interrupted: finishing the episodes in flight (they are kept); Ctrl-C again abandons them")
+        raise
     finally:
         executor.shutdown(wait=True, cancel_futures=True)
         if bar is not None:

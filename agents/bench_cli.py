@@ -7,7 +7,6 @@ import shlex
 import sys
 
 import typer
-
 from kernelgym.agents.baselines import BASELINES
 
 
@@ -31,19 +30,35 @@ def bench_command(
     reward: str = typer.Option("speedup", "--reward", help="reward function name (kernelgym.rewards)"),
     seed: int = typer.Option(0, "--seed"),
     kernelbench_root: str | None = typer.Option(None, "--kernelbench-root", help="KernelBench checkout for KernelBench-*"),
+    baseline_option: list[str] = typer.Option([], "--baseline-option", "-o",  # noqa: B008
+                                               help="KEY=VALUE for the baseline's config (e.g. history=3), repeatable"),
+    eval_option: list[str] = typer.Option([], "--eval-option",  # noqa: B008
+                                           help="KEY=VALUE for the judge (EvalOptions, e.g. timing_trials=20), repeatable"),
     no_tensorboard: bool = typer.Option(False, "--no-tensorboard", help="skip the TensorBoard scalars"),
 ) -> None:
     """Run a policy over a task set (resumable: rerun the same command to continue), then report fast_p."""
     from kernelgym.agents.bench import BenchConfig, BenchError, run_bench
+    from kernelgym.agents.policies import split_options
+
     from kernelgym.errors import KernelGymError
 
+    def key_values(flag: str, items: list[str]) -> dict:
+        bad = [o for o in items if "=" not in o]
+        if bad:
+            typer.echo(f"error: {flag} takes KEY=VALUE, not {bad[0]!r}", err=True)
+            raise typer.Exit(1)
+        return split_options("x?" + "&".join(items))[1] if items else {}
+
+    options = key_values("--baseline-option", baseline_option)
+    judge = key_values("--eval-option", eval_option)
     config = BenchConfig(env=env, policy=policy, baseline=baseline, backend=backend, size=size, tasks=tasks,
                          samples=samples, turns=turns, concurrency=concurrency, out=out, reward=reward, seed=seed,
-                         kernelbench_root=kernelbench_root, tensorboard=not no_tensorboard)
+                         kernelbench_root=kernelbench_root, tensorboard=not no_tensorboard,
+                         baseline_options=options, eval_options=judge)
     command = "kernelgym bench " + " ".join(shlex.quote(a) for a in _bench_args())
     try:
         outcome = run_bench(config, command=command)
-    except (BenchError, KernelGymError, ValueError, FileNotFoundError, ModuleNotFoundError) as exc:
+    except (BenchError, KernelGymError, ValueError, TypeError, FileNotFoundError, ModuleNotFoundError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from None
     except KeyboardInterrupt:

@@ -28,7 +28,7 @@ class Reply(str):
 
     meta: dict[str, Any]
 
-    def __new__(cls, text: str, **meta: Any) -> Reply:
+    def __new__(cls, text: str, **meta: Any) -> Reply:  # noqa: PYI034 - Python 3.10 has no typing.Self
         obj = super().__new__(cls, text)
         obj.meta = dict(meta)
         return obj

@@ -88,8 +88,14 @@ def summarize(records: Iterable[dict[str, Any]], tasks: Sequence[dict[str, Any]]
     cheats = [t for t in turns if (t.get("meta") or {}).get("cheat")]
     escaped = [{"task_id": r["task_id"], "cheat": t["meta"]["cheat"], "verdict": t["verdict"]}
                for r in kept for t in r.get("turns", []) if (t.get("meta") or {}).get("cheat") and t.get("verdict") == "ok"]
+    # Replayed honest solutions (a replay file that is not a labelled cheat) that the judge did not accept:
+    # for the bundled examples these are the judge's false positives (or examples that went stale).
+    honest_rejected = [{"task_id": r["task_id"], "verdict": t.get("verdict"), "reason": (t.get("reasons") or [""])[0]}
+                       for r in kept for t in r.get("turns", [])
+                       if (t.get("meta") or {}).get("replay") and not t["meta"].get("cheat") and t.get("verdict") != "ok"]
     return {
         "overall": group_stats(kept, len(tasks), samples),
+        "honest_replays_rejected": honest_rejected,
         "by_level": section("level"),
         "by_category": section("category"),
         "verdicts": dict(verdicts.most_common()),
@@ -143,9 +149,9 @@ def render_markdown(summary: dict[str, Any], *, title: str = "kernelgym bench", 
             out += ["```bash", meta["command"], "```", ""]
         out += [f"- {k}: `{v}`" for k, v in meta.items() if k != "command"] + [""]
     out += ["## Summary", "", _md_table(HEADER, table_rows(summary)), ""]
-    out += ["fast_p: share of all (task, sample) pairs whose best turn is correct with a measured speedup above p "
-            "(KernelBench's definition; missing or failed episodes count as not fast). `fast_1 verified` also needs "
-            "the judge's confidence interval above 1. Geometric mean over correct episodes.", ""]
+    out += [("fast_p: share of all (task, sample) pairs whose best turn is correct with a measured speedup above p "
+             "(KernelBench's definition; missing or failed episodes count as not fast). `fast_1 verified` also "
+             "needs the judge's confidence interval above 1. Geometric mean over correct episodes."), ""]
     out += ["## By category", "", _md_table(HEADER, [_row(k, v) for k, v in summary["by_category"].items()]), ""]
     judged = [[k, str(v)] for k, v in summary["verdicts"].items() if k not in NOT_JUDGED]
     unjudged = [f"{k}: {summary['verdicts'][k]}" for k in NOT_JUDGED if summary["verdicts"].get(k)]
@@ -158,6 +164,8 @@ def render_markdown(summary: dict[str, Any], *, title: str = "kernelgym bench", 
     if lc["submitted"]:
         out.append(f"Labelled cheats submitted: {lc['submitted']}, rejected: **{lc['rejected']}**"
                    + (f", ACCEPTED: {lc['accepted']}" if lc["accepted"] else "") + ".")
+    for item in summary.get("honest_replays_rejected", []):
+        out.append(f"Honest replayed solution not accepted: {item['task_id']} ({item['verdict']}: {item['reason'][:160]}).")
     out.append("")
     if summary["missing"]:
         shown = ", ".join(summary["missing"][:20]) + (" ..." if len(summary["missing"]) > 20 else "")
@@ -191,6 +199,8 @@ def print_table(summary: dict[str, Any], console=None) -> None:
     lc = summary["labelled_cheats"]
     cheats = f"; labelled cheats rejected {lc['rejected']}/{lc['submitted']}" if lc["submitted"] else ""
     console.print(f"verdicts: {v or '-'}; hacks caught: {summary['hacks_caught']}{cheats}")
+    for item in summary.get("honest_replays_rejected", []):
+        console.print(f"honest replay not accepted: {item['task_id']} ({item['verdict']}: {item['reason'][:100]})")
 
 
 def plot_speedups(speedups: Sequence[float], path: str | Path, title: str = "speedup of correct solutions") -> str | None:

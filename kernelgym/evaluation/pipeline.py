@@ -26,7 +26,7 @@ from kernelgym.evaluation.result import (
 from kernelgym.evaluation.static import static_check
 from kernelgym.evaluation.timing import TimingConfig, speedup_interval, stats
 from kernelgym.workers import protocol
-from kernelgym.workers.child import INPUT_SETS_FOR_TIMING, ChildJob, run_candidate, run_reference
+from kernelgym.workers.child import INPUT_SETS_FOR_TIMING, SPOT_CHECKS, ChildJob, run_candidate, run_reference
 from kernelgym.workers.sandbox import SandboxConfig, enter
 
 OUTPUT_TAIL_BYTES = 4000
@@ -302,7 +302,8 @@ class _Judge:
             return TrialResult(trial, False, False, "malformed outputs message")
         try:
             protocol.send(self.child.sock, "compare", {"trial": trial, "outputs": outputs, "atol": self.atol,
-                                                       "rtol": self.rtol}, blobs)
+                                                       "rtol": self.rtol, "scale": float(meta.get("scale", 1.0))},
+                          blobs)
             kind, data, _ = self.child.recv(time.monotonic() + self.timeout_s + 60)
         except (TimeoutError, _Died, OSError):
             raise _Outcome(Verdict.CRASH, "judge_failed: the reference process did not answer a comparison") from None
@@ -438,13 +439,24 @@ class _Session:
                 raise _Outcome(Verdict.INCORRECT, f"incorrect: trial {i + 1}{' (perturbed inputs)' if trial.perturbed else ''}: {trial.message}")
         result.passed = True
 
+    @staticmethod
+    def _untampered(meta: dict) -> None:
+        changed = [str(name) for name in meta.get("tampered", [])]
+        if changed:
+            raise _Outcome(Verdict.HACK, f"tampering: the candidate replaced {', '.join(changed[:3])} in its process")
+
     def _integrity(self, facts: dict) -> None:
+        self._untampered(facts)
         if facts.get("inputs_modified"):
             raise _Outcome(Verdict.HACK, "inputs_modified: forward changed its inputs")
         if facts.get("aliases_input"):
             raise _Outcome(Verdict.HACK, "output_aliases_input: an output shares storage with an input")
         if facts.get("threads_after", 0) > 0:
             raise _Outcome(Verdict.HACK, "background_thread: threads were still running after forward returned")
+        extra = int(facts.get("os_threads_extra", 0))
+        if self.child_job.device == "cpu" and extra > self.child_job.threads - 1:
+            raise _Outcome(Verdict.HACK, f"extra_threads: {extra} more OS threads than the {self.child_job.threads} "
+                                         "allowed were running after forward (helper threads or extra cores)")
         if facts.get("precision_lowered"):
             raise _Outcome(Verdict.HACK, "precision_downgrade: TF32 or reduced-precision matmul was switched on")
         if facts.get("own_kernel_calls", 1) == 0:
@@ -452,14 +464,17 @@ class _Session:
 
     def _timing(self, options: EvalOptions) -> None:
         kind, meta, _ = self.next()
+        self._untampered(meta)
+        if self.mode == "run" and int(meta.get("own_kernel_calls", 1)) < int(meta.get("candidate_calls", 0)):
+            raise _Outcome(Verdict.HACK, "kernel_not_called: some timed calls ran none of the solution's kernels")
         rounds = [_round(r) for r in meta["rounds"]]
-        ref_times, cand_times = rounds[-1]
+        ref_times, cand_times = self._conservative(*rounds[-1], meta.get("pre_ref_ms") or [])
         speedup, low, high = speedup_interval(ref_times, cand_times)
         remeasured = False
         if speedup > options.implausible_speedup:
             self.child.send("again")
             kind, meta, _ = self.next()
-            ref2, cand2 = _round(meta["rounds"][-1])
+            ref2, cand2 = self._conservative(*_round(meta["rounds"][-1]), meta.get("pre_ref_ms") or [])
             speedup2, low2, high2 = speedup_interval(ref2, cand2)
             remeasured = True
             if abs(speedup2 - speedup) / speedup > options.reproduce_tolerance:
@@ -468,6 +483,7 @@ class _Session:
             ref_times, cand_times, speedup, low, high = ref2, cand2, speedup2, min(low, low2), high2
         self.child.send("verify")
         pre_ref = meta.get("pre_ref_ms") or []
+        timing_meta = meta
         timing = TimingResult(
             available=True, device=str(meta.get("device", "")), candidate=stats(cand_times), reference=stats(ref_times),
             speedup=round(speedup, 4), speedup_ci_low=round(low, 4), speedup_ci_high=round(high, 4),
@@ -479,13 +495,21 @@ class _Session:
             timing.speedup_vs_compile = round(self.compile_ms / max(timing.candidate.median_ms, 1e-9), 4)
             timing.compile_baseline_cached = self.child_job.cached_compile_ms is not None
         self.result.timing = timing
-        for k in range(min(len(self.child_job.trial_seeds), INPUT_SETS_FOR_TIMING)):
+        del timing_meta
+        checks = SPOT_CHECKS + min(len(self.child_job.trial_seeds), INPUT_SETS_FOR_TIMING)
+        for _ in range(checks):
             kind, meta, blobs = self.next()
-            trial = self.judge.compare(k, meta, blobs)
+            if kind != "outputs":
+                raise _Outcome(Verdict.CRASH, f"protocol: unexpected {kind!r} during the timing checks")
+            scale = float(meta.get("scale", 1.0))
+            if "spot_check" in meta and not (scale != 1.0 and abs(scale - 1.0) <= 1e-3):
+                raise _Outcome(Verdict.HACK, "forged_check: a spot check came back without its input scaling")
+            trial = self.judge.compare(int(meta.get("trial", 0)), meta, blobs)
             self.child.send("compared")
             if not trial.passed:
                 timing.verified = False
-                raise _Outcome(Verdict.HACK, f"outputs_changed: after timing, forward returned wrong outputs ({trial.message})")
+                when = "a timed call" if "spot_check" in meta else "after timing, forward"
+                raise _Outcome(Verdict.HACK, f"outputs_changed: {when} returned wrong outputs ({trial.message})")
         if pre_ref:
             before = float(sorted(pre_ref)[len(pre_ref) // 2])
             after = timing.reference.median_ms
@@ -493,7 +517,20 @@ class _Session:
                 timing.verified = False
                 raise _Outcome(Verdict.HACK, f"reference_slowed: the reference took {after:.3f} ms after the candidate was imported, {before:.3f} ms before")
 
+    @staticmethod
+    def _conservative(ref_times: list[float], cand_times: list[float], pre_ref: list[float]):
+        """Reference times scaled down to the clean measurement (taken before the candidate was imported)
+        when that was faster: a candidate that slows torch down in its process gains nothing."""
+        if not pre_ref or not ref_times:
+            return ref_times, cand_times
+        clean = sorted(pre_ref)[len(pre_ref) // 2]
+        interleaved = sorted(ref_times)[len(ref_times) // 2]
+        if 0 < clean < interleaved:
+            ref_times = [t * clean / interleaved for t in ref_times]
+        return ref_times, cand_times
+
     def _profile(self, meta: dict, options: EvalOptions) -> None:
+        self._untampered(meta)
         profile = ProfileResult(
             coverage=meta.get("coverage"), own_kernel_calls=int(meta.get("own_kernel_calls", 0)),
             top_ops=[(str(k), float(v)) for k, v in meta.get("top_ops", [])],
@@ -501,6 +538,17 @@ class _Session:
         )
         self.result.profile = profile
         share = float(meta.get("torch_compute_share", 0.0))
+        heavy_called = [str(op) for op in meta.get("heavy_ops_called", [])]
+        if heavy_called:
+            if self.result.timing:
+                self.result.timing.verified = False
+            raise _Outcome(Verdict.HACK, f"torch_compute: forward left the heavy work to PyTorch ({', '.join(heavy_called[:3])})")
+        untracked_ms = float(meta.get("untracked_ms", 0.0))
+        if untracked_ms > options.min_untracked_ms and float(meta.get("untracked_share", 0.0)) > options.max_untracked_share:
+            if self.result.timing:
+                self.result.timing.verified = False
+            raise _Outcome(Verdict.HACK, f"untracked_compute: {untracked_ms:.3g} ms of forward ran in neither the "
+                                         "solution's own kernels nor PyTorch (another library, or hidden work)")
         if share > options.max_torch_share:
             if self.result.timing:
                 self.result.timing.verified = False

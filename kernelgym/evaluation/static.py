@@ -30,7 +30,31 @@ FORBIDDEN_IMPORTS = {
     "pickle": "solutions may not deserialize data",
     "kernelgym.workers": "the harness's internals are off limits",
     "kernelgym.evaluation": "the harness's internals are off limits",
+    "builtins": "rebinding the interpreter's builtins is not allowed",
+    "importlib": "dynamic imports are not allowed",
+    "types": "building functions and modules at run time is not allowed",
+    "io": "solutions may not read or write files",
+    "pathlib": "solutions may not read or write files",
+    "shutil": "solutions may not read or write files",
+    "tempfile": "solutions may not read or write files",
+    "mmap": "raw memory maps are not allowed",
+    "numpy": "another library's kernels are not the solution's own",
+    "scipy": "another library's kernels are not the solution's own",
+    "numba": "another library's kernels are not the solution's own",
+    "cupy": "another library's kernels are not the solution's own",
+    "jax": "another library's kernels are not the solution's own",
+    "tensorflow": "another library's kernels are not the solution's own",
+    "torch.multiprocessing": "processes can finish work after forward returns",
+    "operator": "attrgetter and methodcaller are getattr in disguise",
+    "weakref": "reaching objects through weak references is not allowed",
+    "copyreg": "rewriting how objects are rebuilt is not allowed",
 }
+
+# Builtins that, once bound to another name or called with computed arguments, hide what a solution does.
+DANGEROUS_BUILTINS = {"getattr", "setattr", "delattr", "__import__", "vars", "globals", "locals", "eval", "exec",
+                      "compile", "open", "type", "object", "super_", "breakpoint", "memoryview"}
+# What a solution may use of `os` (e.g. setting TORCH_CUDA_ARCH_LIST before a build).
+OS_ALLOWED = {"os.environ", "os.path"}
 
 # Attributes whose reassignment changes what the judge sees (timers, comparisons, synchronization).
 PROTECTED_ATTRIBUTES = {
@@ -61,6 +85,8 @@ FORBIDDEN_CALLS = {
     "setattr": "dynamic attribute patching is not allowed",
     "delattr": "dynamic attribute patching is not allowed",
     "globals": "reaching into module globals is not allowed",
+    "open": "solutions may not read or write files",
+    "locals": "reaching into namespaces is not allowed",
     "vars": "reaching into namespaces is not allowed",
     "eval": "dynamic code is not allowed",
     "exec": "dynamic code is not allowed",
@@ -126,6 +152,7 @@ class _Checker(ast.NodeVisitor):
         self.low_precision_forbidden = low_precision_forbidden
         self.findings: list[_Finding] = []
         self.aliases: dict[str, str] = {}  # local name -> module/object it imports
+        self.called_names: set[int] = set()  # Name nodes in call position (visited before their children)
 
     def add(self, rule: str, node: ast.AST, message: str) -> None:
         self.findings.append(_Finding(rule, getattr(node, "lineno", 0), message))
@@ -159,8 +186,24 @@ class _Checker(ast.NodeVisitor):
         return dotted
 
     # calls -------------------------------------------------------------------------------------------
+    def visit_Name(self, node: ast.Name) -> None:
+        if node.id in DANGEROUS_BUILTINS - {"type", "object", "super_"} and id(node) not in self.called_names:
+            self.add("dynamic_attribute", node, f"{node.id} used as a value: aliasing it hides what is accessed")
+        if node.id in ("KERNEL_STATS", "remote_builder", "remote_extension_builder", "__builtins__", "__loader__",
+                       "__spec__"):
+            self.add("patching", node, f"{node.id}: kernelgym's bookkeeping and the interpreter's internals are off limits")
+        self.generic_visit(node)
+
     def visit_Call(self, node: ast.Call) -> None:
+        if isinstance(node.func, ast.Name):
+            self.called_names.add(id(node.func))
         name = self._resolve(_dotted(node.func))
+        if name in ("getattr", "hasattr") and len(node.args) >= 2:
+            attr = node.args[1]
+            if not (isinstance(attr, ast.Constant) and isinstance(attr.value, str)):
+                self.add("dynamic_attribute", node, f"{name}() with a computed name hides what is accessed")
+            elif attr.value.startswith("_"):
+                self.add("dynamic_attribute", node, f"{name}(..., {attr.value!r}): private attributes are off limits")
         for forbidden, why in FORBIDDEN_CALLS.items():
             if name == forbidden or ("." in forbidden and name.endswith("." + forbidden)):
                 self.add("forbidden_call", node, f"{forbidden}(): {why}")
@@ -172,18 +215,35 @@ class _Checker(ast.NodeVisitor):
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         dotted = self._resolve(_dotted(node))
+        if dotted.startswith("os.") and not dotted.startswith(tuple(OS_ALLOWED)):
+            self.add("os_access", node, f"{dotted}: solutions may only use os.environ and os.path")
+        if node.attr in ("modules", "_getframe", "settrace", "setprofile", "meta_path", "path_hooks") and (
+                _dotted(node.value).endswith("sys") or dotted.startswith("sys.")):
+            self.add("introspection", node, f"{dotted}: reaching into the interpreter is not allowed")
         if self.low_precision_forbidden and dotted in LOW_PRECISION_DTYPES:
             self.add("precision_downgrade", node, f"{dotted}: computing below the task's precision")
         if dotted.startswith(("torch._C", "torch.utils._python_dispatch", "torch.profiler", "torch.autograd.profiler",
                               "torch._dynamo", "torch.overrides")):
             self.add("introspection", node, f"{dotted}: torch internals that can blind the judge are off limits")
+        if node.attr in ("__dict__", "__setattr__", "__getattribute__", "__delattr__", "__setitem__", "__init_subclass__",
+                         "__class_getitem__", "__reduce__", "__mro__", "__bases__", "__closure__", "__self__"):
+            self.add("introspection", node, f"{dotted or node.attr}: rewriting objects through their internals is not allowed")
+        if node.attr in ("KERNEL_STATS", "remote_builder", "remote_extension_builder", "cuda_compile_only", "_clock_ns"):
+            self.add("patching", node, f"{node.attr}: kernelgym's bookkeeping is off limits")
         if dotted.startswith(("sys.modules", "builtins.")) or node.attr in ("__globals__", "__subclasses__", "f_back", "f_locals", "f_globals", "__builtins__", "__code__"):
             self.add("introspection", node, f"{dotted or node.attr}: reaching into the harness is not allowed")
         self.generic_visit(node)
 
     # assignments -------------------------------------------------------------------------------------
     def _check_target(self, target: ast.AST, value: ast.AST | None) -> None:
+        if isinstance(target, ast.Subscript):
+            base = self._resolve(_dotted(target.value))
+            if base.split(".")[0] in self._imported_roots() and not base.startswith("os.environ"):
+                self.add("patching", target, f"item assignment into {base}: imported modules are off limits")
         if isinstance(target, ast.Attribute):
+            base = self._resolve(_dotted(target.value))
+            if base and base.split(".")[0] in self._imported_roots():
+                self.add("patching", target, f"assignment to {base}.{target.attr}: patching imported modules is not allowed")
             if target.attr in PROTECTED_ATTRIBUTES:
                 self.add("patching", target, f"assignment to {_dotted(target) or target.attr}: the judge's functions are off limits")
             if target.attr in PRECISION_FLAGS and not (isinstance(value, ast.Constant) and value.value is False):
@@ -191,6 +251,18 @@ class _Checker(ast.NodeVisitor):
         elif isinstance(target, ast.Tuple | ast.List):
             for element in target.elts:
                 self._check_target(element, None)
+
+    def _imported_roots(self) -> set[str]:
+        roots = {v.split(".")[0] for v in self.aliases.values()}
+        return roots | {k for k, v in self.aliases.items()}
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        if isinstance(node.value, str) and ("/proc/" in node.value or "/dev/shm" in node.value):
+            self.add("introspection", node, "paths into /proc or /dev/shm reach other processes")
+        if isinstance(node.value, str) and "\n" not in node.value and (
+                node.value.startswith("__") or node.value.endswith("__")):
+            self.add("introspection", node, f"{node.value!r}: names of interpreter internals, spelled as strings")
+        self.generic_visit(node)
 
     def visit_Assign(self, node: ast.Assign) -> None:
         for target in node.targets:

@@ -7,6 +7,7 @@ was imported. Inputs rotate over several sets; reference and candidate alternate
 
 from __future__ import annotations
 
+import secrets
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -43,41 +44,83 @@ class Timer:
 
     def time_call(self, fn: Callable[[], object]) -> float:
         """One call's time in ms."""
+        return self.time_call_with_output(fn)[0]
+
+    def time_call_with_output(self, fn: Callable[[], object]) -> tuple[float, object]:
         if self._flush is None:
             start = _clock_ns()
-            fn()
-            return (_clock_ns() - start) / 1e6
+            out = fn()
+            return (_clock_ns() - start) / 1e6, out
         self._flush.zero_()
         self._sync()
         begin, end = self._event(enable_timing=True), self._event(enable_timing=True)
         begin.record()
-        fn()
+        out = fn()
         self._sync()  # whole device: work hidden on another stream is inside the region
         end.record()
         end.synchronize()
-        return begin.elapsed_time(end)
+        return begin.elapsed_time(end), out
+
+
+@dataclass
+class SpotCheck:
+    """A timed call whose output is kept and judged: which input set, scaled by how much, and the output."""
+
+    call: int
+    input_set: int
+    scale: float
+    output: object
 
 
 def measure_interleaved(
     timer: Timer, reference: Callable[[int], object], candidate: Callable[[int], object], n_sets: int,
-    config: TimingConfig,
-) -> tuple[list[float], list[float]]:
-    """Times of alternating reference/candidate calls; `reference(i)` runs on input set i."""
+    config: TimingConfig, prepare: Callable[[int, float], None] | None = None, spot_checks: int = 0,
+) -> tuple[list[float], list[float], list[SpotCheck]]:
+    """Times of alternating reference/candidate calls on rotating input sets.
+
+    With `prepare`, every call's inputs are rewritten in place (same buffers) to input set k scaled by a
+    fresh factor near 1, so no timed call sees inputs seen before; `spot_checks` randomly chosen timed calls
+    keep their outputs for the judge (a uniform sample of all timed calls). A candidate that caches, or skips
+    work in some of the timed calls, fails them.
+    """
+    rng = secrets.SystemRandom()
     for i in range(config.warmup):
+        if prepare:
+            prepare(i % n_sets, 1.0)
         reference(i % n_sets)
         candidate(i % n_sets)
     ref_times: list[float] = []
     cand_times: list[float] = []
+    checks: list[SpotCheck] = []
     spent_ms = 0.0
     for i in range(config.trials):
         k = i % n_sets
-        pair = ((reference, ref_times), (candidate, cand_times))
-        for fn, times in pair if i % 2 == 0 else reversed(pair):
-            times.append(timer.time_call(lambda fn=fn: fn(k)))
+        scale = 1.0 + rng.uniform(-1e-3, 1e-3) if prepare else 1.0
+        if prepare:
+            prepare(k, scale)
+        outputs = {}
+        for name in (("ref", "cand") if i % 2 == 0 else ("cand", "ref")):
+            fn = reference if name == "ref" else candidate
+            ms, outputs[name] = timer.time_call_with_output(lambda fn=fn: fn(k))
+            (ref_times if name == "ref" else cand_times).append(ms)
+        # Reservoir sampling: every timed call, up to the last, is equally likely to be among the checked.
+        if len(checks) < spot_checks:
+            checks.append(SpotCheck(i, k, scale, _detach(outputs["cand"])))
+        elif spot_checks and (slot := rng.randrange(i + 1)) < spot_checks:
+            checks[slot] = SpotCheck(i, k, scale, _detach(outputs["cand"]))
         spent_ms += ref_times[-1] + cand_times[-1]
         if i + 1 >= config.min_trials and spent_ms > 2 * config.budget_s * 1e3:
             break
-    return ref_times, cand_times
+    return ref_times, cand_times, checks
+
+
+def _detach(out):
+    """A copy that later calls cannot overwrite (a solution may legitimately reuse its output buffer)."""
+    import torch
+
+    if isinstance(out, tuple | list):
+        return type(out)(_detach(o) for o in out)
+    return out.clone() if isinstance(out, torch.Tensor) else out
 
 
 def measure_alone(timer: Timer, fn: Callable[[int], object], n_sets: int, config: TimingConfig) -> list[float]:

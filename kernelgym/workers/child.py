@@ -21,9 +21,64 @@ import torch
 
 import kernelgym.kernels as kernels
 from kernelgym.evaluation import timing as timing_mod
+from kernelgym.evaluation.profile import own_kernel_names
+from kernelgym.evaluation.profile import profile_candidate as _profile_candidate
 from kernelgym.workers import protocol
 
 INPUT_SETS_FOR_TIMING = 3
+
+# The in-process checks use these, bound when kernelgym loads (before any candidate code runs), so a
+# candidate that rebinds Tensor methods or torch functions cannot blind them.
+_storage_of = torch.Tensor.untyped_storage
+_storage_ptr = torch.UntypedStorage.data_ptr
+_clone = torch.Tensor.clone
+_equal = torch.equal
+_numel = torch.Tensor.numel
+_active_threads = threading.active_count
+_cudnn_tf32 = torch._C._get_cudnn_allow_tf32
+_cublas_tf32 = torch._C._get_cublas_allow_tf32
+_matmul_precision = torch.get_float32_matmul_precision
+_plain_tensor = torch.Tensor
+_list_dir = os.listdir
+
+
+_WATCHED_MODULES = ("torch", "torch.nn.functional", "torch.cuda", "torch.testing", "torch.backends", "time",
+                    "torch.utils.cpp_extension", "torch.profiler", "torch.utils._python_dispatch", "threading")
+
+
+def _watched() -> dict[str, dict]:
+    spaces = {name: vars(module) for name, module in list(sys.modules.items())
+              if module is not None and (name.startswith("kernelgym") and name != "kernelgym_task"
+                                         or name in _WATCHED_MODULES)}
+    spaces["torch.Tensor"] = dict(vars(torch.Tensor))
+    spaces["torch.nn.Module"] = dict(vars(torch.nn.Module))
+    spaces["torch.UntypedStorage"] = dict(vars(torch.UntypedStorage))
+    return spaces
+
+
+def integrity_snapshot() -> dict[tuple[str, str], int]:
+    """Identities of the functions and classes the judge relies on, taken before the candidate is imported."""
+    return {(space, key): id(value) for space, names in _watched().items() for key, value in list(names.items())
+            if callable(value) or isinstance(value, types.ModuleType)}
+
+
+def tampered(before: dict[tuple[str, str], int]) -> list[str]:
+    """What the candidate replaced or removed since `before` (additions, e.g. lazy imports, are fine)."""
+    now = _watched()
+    changed = []
+    for (space, key), identity in before.items():
+        names = now.get(space)
+        if names is None or key not in names or id(names[key]) != identity:
+            changed.append(f"{space}.{key}")
+    return changed
+
+
+def os_threads() -> int:
+    """Threads of this process as the kernel sees them (Python's threading module misses raw threads)."""
+    try:
+        return len(_list_dir("/proc/self/task"))
+    except OSError:
+        return 0
 
 
 @dataclass
@@ -113,8 +168,7 @@ def strict_fp32() -> None:
 
 
 def lowered_precision() -> bool:
-    return (torch.backends.cudnn.allow_tf32 or torch.backends.cuda.matmul.allow_tf32
-            or torch.get_float32_matmul_precision() != "highest")
+    return bool(_cudnn_tf32() or _cublas_tf32() or _matmul_precision() != "highest")
 
 
 def _sync(device: str) -> None:
@@ -161,13 +215,19 @@ def run_reference(job: ChildJob, sock: socket.socket) -> None:
         kind, meta, blobs = protocol.recv(sock)
         if kind != "compare":
             return
-        trial = int(meta["trial"])
+        trial = int(meta["trial"]) if 0 <= int(meta.get("trial", -1)) < len(expected) else 0
         try:
+            wanted = expected[trial]
+            scale = float(meta.get("scale", 1.0))
+            if scale != 1.0:  # a spot check of a timed call: its inputs were this set, scaled
+                inputs = make_inputs(task, job.trial_seeds[trial], job.perturbed[trial], job.perturb, dtype, job.device)
+                with torch.no_grad():
+                    wanted = _as_list(model(*scaled(inputs, scale)))
             actual = [m["error"] if "error" in m else protocol.cuda_tensor_from_wire(m, job.device) if "ipc" in m
                       else protocol.tensor_from_wire(m, b).to(job.device) for m, b in zip(meta["outputs"], blobs)]
-            result = compare_trial(trial, job.perturbed[trial], expected[trial], actual, meta["atol"], meta["rtol"])
+            result = compare_trial(trial, job.perturbed[trial], wanted, actual, meta["atol"], meta["rtol"])
             protocol.send(sock, "compared", asdict(result))
-        except (protocol.ProtocolError, KeyError, TypeError, ValueError) as exc:
+        except (protocol.ProtocolError, KeyError, TypeError, ValueError, IndexError) as exc:
             protocol.send(sock, "compared", {"index": trial, "perturbed": job.perturbed[trial], "passed": False,
                                              "message": f"malformed output: {exc}"})
 
@@ -274,7 +334,9 @@ def run_candidate(job: ChildJob, sock: socket.socket, eval_dir: str) -> None:
         kernels.cuda_compile_only = job.mode == "compile"
         if job.mode == "interpret":
             os.environ["TRITON_INTERPRET"] = "1"
-        threads_before = threading.active_count()
+        threads_before = _active_threads()
+        os_threads_before = os_threads()
+        integrity = integrity_snapshot()
         solution = load_module(job.solution_source, "solution", os.path.join(eval_dir, "solution.py"))
         protocol.send(sock, "loaded", {})
         if job.mode == "compile":
@@ -287,22 +349,25 @@ def run_candidate(job: ChildJob, sock: socket.socket, eval_dir: str) -> None:
         launches = _Launches()
         launches.wrap_triton(solution)
         model = build_model(solution.ModelNew, task, job.init_seed, dtype, job.device)
+        object.__setattr__(model, "_kernelgym_launches", launches)
         stage = "correctness"
         protocol.send(sock, "stage", {"name": "correctness"})
         keep: list = []  # outputs shared with the judge by CUDA IPC stay alive until it has answered
         with torch.no_grad():
             for i, (seed, perturbed) in enumerate(zip(job.trial_seeds, job.perturbed)):
                 inputs = make_inputs(task, seed, perturbed, job.perturb, dtype, job.device)
-                snapshot = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+                snapshot = [_clone(x) if isinstance(x, _plain_tensor) else x for x in inputs]
                 calls_before = kernels.KERNEL_STATS.calls + launches.count
                 out = model(*inputs)
                 _sync(job.device)
                 facts = {
                     "own_kernel_calls": kernels.KERNEL_STATS.calls + launches.count - calls_before,
-                    "inputs_modified": any(isinstance(a, torch.Tensor) and not torch.equal(a, b)
+                    "inputs_modified": any(isinstance(a, _plain_tensor) and not _equal(a, b)
                                            for a, b in zip(inputs, snapshot)),
                     "aliases_input": _aliases(out, inputs),
-                    "threads_after": threading.active_count() - threads_before,
+                    "threads_after": _active_threads() - threads_before,
+                    "os_threads_extra": os_threads() - os_threads_before,
+                    "tampered": tampered(integrity)[:5],
                     "precision_lowered": lowered_precision(),
                 }
                 metas, blobs = protocol.outputs_to_wire(out, keep)
@@ -314,43 +379,73 @@ def run_candidate(job: ChildJob, sock: socket.socket, eval_dir: str) -> None:
             return
         stage = "timing"
         protocol.send(sock, "stage", {"name": "timing"})
-        _timing(job, sock, task, reference, model, sets, timer, pre_ref_times)
+        _timing(job, sock, task, reference, model, sets, timer, pre_ref_times, integrity)
         if job.profile:
             stage = "profile"
             protocol.send(sock, "stage", {"name": "profile"})
-            from kernelgym.evaluation.profile import own_kernel_names, profile_candidate
 
             own = own_kernel_names(solution, job.solution_source)
-            protocol.send(sock, "profile", profile_candidate(model, sets[0], job.device, launches, own))
+            profile = _profile_candidate(model, sets[0], job.device, launches, own)
+            protocol.send(sock, "profile", {**profile, "tampered": tampered(integrity)[:5]})
         protocol.send(sock, "done")
     except BaseException as exc:
         protocol.send(sock, "error", error_meta(stage, exc))
 
 
 def _aliases(out, inputs) -> bool:
-    storages = {x.untyped_storage().data_ptr() for x in inputs if isinstance(x, torch.Tensor) and x.numel()}
-    return any(isinstance(o, torch.Tensor) and o.numel() and o.untyped_storage().data_ptr() in storages
+    storages = {_storage_ptr(_storage_of(x)) for x in inputs if isinstance(x, _plain_tensor) and _numel(x)}
+    return any(isinstance(o, _plain_tensor) and _numel(o) and _storage_ptr(_storage_of(o)) in storages
                for o in _as_list(out))
 
 
-def _timing(job, sock, task, reference, model, sets, timer, pre_ref_times) -> None:
+SPOT_CHECKS = 3
+
+
+def scaled(inputs: list, scale: float) -> list:
+    """Float inputs times `scale` (the same arithmetic in the judge's process and the candidate's)."""
+    if scale == 1.0:
+        return inputs
+    return [x * scale if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in inputs]
+
+
+def _timing(job, sock, task, reference, model, sets, timer, pre_ref_times, integrity) -> None:
     from kernelgym.workers.locks import device_lock
 
+    # Fixed input buffers, rewritten before every timed call: the same addresses with new contents.
+    buffers = [_clone(x) if isinstance(x, _plain_tensor) else x for x in sets[0]]
+
+    def prepare(k: int, scale: float) -> None:
+        for buffer, value in zip(buffers, scaled(sets[k], scale)):
+            if isinstance(buffer, _plain_tensor):
+                buffer.copy_(value)
+
+    launches = getattr(model, "_kernelgym_launches", None)
     while True:
+        calls_before = kernels.KERNEL_STATS.calls + (launches.count if launches else 0)
         with torch.no_grad(), device_lock(job.device):
-            ref_times, cand_times = timing_mod.measure_interleaved(
-                timer, lambda k: reference(*sets[k]), lambda k: model(*sets[k]), len(sets), job.timing_config)
+            ref_times, cand_times, checks = timing_mod.measure_interleaved(
+                timer, lambda k: reference(*buffers), lambda k: model(*buffers), len(sets), job.timing_config,
+                prepare=prepare, spot_checks=SPOT_CHECKS)
+        own_calls = kernels.KERNEL_STATS.calls + (launches.count if launches else 0) - calls_before
         protocol.send(sock, "timing", {"rounds": [{"ref_ms": ref_times, "cand_ms": cand_times}],
-                                       "pre_ref_ms": pre_ref_times, "device": _device_name(job.device)})
+                                       "pre_ref_ms": pre_ref_times, "device": _device_name(job.device),
+                                       "tampered": tampered(integrity)[:5], "own_kernel_calls": own_calls,
+                                       "candidate_calls": len(cand_times) + job.timing_config.warmup})
         kind, _, _ = protocol.recv(sock)
         if kind != "again":
             break
-    # Outputs of fresh calls after timing, with the allocator's free memory poisoned first: a candidate that
-    # returns stale buffers (the reference's freed output) or behaves differently once timing starts is caught.
     keep: list = []  # shared outputs stay alive until the judge has compared them
+    for check in checks:
+        metas, blobs = protocol.outputs_to_wire(check.output, keep)
+        protocol.send(sock, "outputs", {"trial": check.input_set, "scale": check.scale, "outputs": metas,
+                                        "facts": {}, "spot_check": check.call}, blobs)
+        protocol.recv(sock)
+        keep.clear()
+    # Outputs of fresh calls after timing, with the allocator's free memory poisoned first: a candidate that
+    # returns stale buffers (the reference's freed output) is caught.
     with torch.no_grad():
         for k in range(len(sets)):
-            _poison(job.device)
+            _poison(job.device, sets[k])
             out = model(*sets[k])
             _sync(job.device)
             metas, blobs = protocol.outputs_to_wire(out, keep)
@@ -359,11 +454,18 @@ def _timing(job, sock, task, reference, model, sets, timer, pre_ref_times) -> No
             keep.clear()
 
 
-def _poison(device: str) -> None:
+def _poison(device: str, inputs: list) -> None:
+    """Overwrite memory the allocator would hand out next with NaN."""
     if device.startswith("cuda"):
         free = torch.cuda.memory_reserved() - torch.cuda.memory_allocated()
         if free > 0:
             torch.empty(free // 4, dtype=torch.float32, device=device).fill_(float("nan"))
+        return
+    # On the CPU, malloc reuses freed chunks of the same size first: fill chunks of the sizes in play.
+    sizes = {x.numel() for x in inputs if isinstance(x, _plain_tensor)} | {1 << 16, 1 << 20}
+    for n in sorted(sizes):
+        for _ in range(4):
+            torch.empty(n, dtype=torch.float32).fill_(float("nan"))
 
 
 def _device_name(device: str) -> str:

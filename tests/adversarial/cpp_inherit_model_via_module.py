@@ -1,9 +1,9 @@
 # Exploit: inheriting Model. The reference class is taken from the task module by attribute (not `class ModelNew(Model)`) and its forward runs unchanged.
 # Task: L1/1_ReLU
 # Backend: cpp
-import torch.nn as nn
 
 import kernelgym_task as _task
+
 from kernelgym.kernels import load_cpp
 
 _lib = load_cpp(r"""

@@ -1,7 +1,6 @@
 # Exploit: mutating inputs. The kernel applies ReLU in place on the input (no output allocation) and returns a copy.
 # Task: L1/1_ReLU
 # Backend: cpp
-import torch
 import torch.nn as nn
 
 from kernelgym.kernels import load_cpp

@@ -32,7 +32,7 @@ from kernelgym.tasks import bundled
 HERE = Path(__file__).parent
 BACKENDS = ("cpp", "triton", "cuda")
 NOT_CHEATS = {"test_corpus.py", "conftest.py", "__init__.py"}
-FIELD = re.compile(r"^# (Exploit|Task|Backend|Expect|Why|Max-speedup|Group): (.+)$", re.M)
+FIELD = re.compile(r"^# (Exploit|Task|Backend|Expect|Why|Max-speedup|Group): (.+)$", re.MULTILINE)
 FAILED_VERDICTS = {Verdict.HACK, Verdict.INCORRECT}
 EXIT_VERDICTS = {"crash": Verdict.CRASH, "timeout": Verdict.TIMEOUT, "runtime_error": Verdict.RUNTIME_ERROR}
 
@@ -125,7 +125,8 @@ def _describe(cheat: Cheat, result: EvalResult) -> str:
 
 
 def assert_no_credit(cheat: Cheat, result: EvalResult) -> None:
-    assert result.verdict in cheat.accepted, "HOLE: " + _describe(cheat, result)
+    label = "HOLE: " if result.verdict is Verdict.OK else "unexpected verdict (neither hack nor incorrect): "
+    assert result.verdict in cheat.accepted, label + _describe(cheat, result)
     assert result.speedup is None and result.verified_speedup is None, _describe(cheat, result)
     baseline = _failed_attempt(result)
     for name in rewards.names():

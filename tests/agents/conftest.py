@@ -30,6 +30,12 @@ def tiny_server(tiny_policy):
         yield server
 
 
+# These tests check the agent loop, not the judge's timing: a loaded 2-core CI machine can slow a 0.2 ms
+# reference enough to trip the tampering check (reference slower after the candidate's import), so it is
+# loosened here, and the timing kept short.
+LENIENT_JUDGE = {"reference_slowdown_limit": 100.0, "timing_budget_s": 1.0}
+
+
 @pytest.fixture
 def env_factory(pool):
     """gym.make on the bundled suite with the cpp judge at the cpu size, on the session's pool."""
@@ -38,6 +44,7 @@ def env_factory(pool):
     made = []
 
     def make(env_id: str = "KernelGym-L1-v0", **kwargs):
+        kwargs.setdefault("eval_options", dict(LENIENT_JUDGE))
         env = gym.make(env_id, backend="cpp", size="cpu", pool=pool, **kwargs)
         made.append(env)
         return env
@@ -49,17 +56,22 @@ def env_factory(pool):
 
 BROKEN_CPP = '''
 import torch
+import torch.nn as nn
+
 from kernelgym.kernels import load_cpp
 
-SOURCE = r"""
-extern "C" void relu(const float* x, float* y, long n) { this is not C++ }
-"""
-lib = load_cpp(SOURCE)
+_lib = load_cpp(r"""
+#include <cstdint>
+extern "C" void relu_forward(const float* x, float* y, int64_t n) { this is not C++ }
+""")
 
 
-class ModelNew(torch.nn.Module):
-    def forward(self, x):
-        return x
+class ModelNew(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        _lib.relu_forward(x, y, x.numel())
+        return y
 '''
 
 

@@ -37,18 +37,31 @@ class ModelNew(nn.Module):
 '''
 
 EXIT_IN_FORWARD = CPP_HEADER + '''
-import os
 lib = load_cpp(r"""
 #include <cstdint>
-extern "C" void relu(const float* x, float* y, int64_t n) { for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0 ? x[i] : 0; }
+#include <unistd.h>
+extern "C" void relu(const float* x, float* y, int64_t n) { _exit(3); }
 """)
-quit_now = getattr(os, "_ex" + "it")  # obfuscated: the static check cannot see it, the process must
 
 class ModelNew(nn.Module):
     def forward(self, x):
         y = torch.empty_like(x)
         lib.relu(x.contiguous(), y, x.numel())
-        quit_now(3)
+        return y
+'''
+
+EXIT_IN_PYTHON = CPP_HEADER + '''
+import os
+lib = load_cpp(r"""
+#include <cstdint>
+extern "C" void relu(const float* x, float* y, int64_t n) { for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0 ? x[i] : 0; }
+""")
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        y = torch.empty_like(x)
+        lib.relu(x.contiguous(), y, x.numel())
+        os._exit(3)
         return y
 '''
 
@@ -96,6 +109,7 @@ BAD_INPUTS = {
     "no_model_new": (NO_MODEL_NEW, Verdict.COMPILE_ERROR, "no_model_new"),
     "compile_error": (COMPILE_ERROR, Verdict.COMPILE_ERROR, "compile_error"),
     "wrong_signature": (WRONG_SIGNATURE, Verdict.RUNTIME_ERROR, "correctness_error"),
+    "os_exit_in_forward": (EXIT_IN_PYTHON, Verdict.HACK, "os_access"),  # seen statically; the native one is not
 }
 
 
