@@ -46,13 +46,19 @@ _WATCHED_MODULES = ("torch", "torch.nn.functional", "torch.cuda", "torch.testing
                     "torch.utils.cpp_extension", "torch.profiler", "torch.utils._python_dispatch", "threading")
 
 
+_WATCHED_CLASSES: list[type] = []  # the task's classes (Model), whose methods the reference timing uses
+
+
 def _watched() -> dict[str, dict]:
     spaces = {name: vars(module) for name, module in list(sys.modules.items())
-              if module is not None and (name.startswith("kernelgym") and name != "kernelgym_task"
-                                         or name in _WATCHED_MODULES)}
+              if module is not None and (name.startswith("kernelgym.") or name == "kernelgym" or name in _WATCHED_MODULES)}
     spaces["torch.Tensor"] = dict(vars(torch.Tensor))
     spaces["torch.nn.Module"] = dict(vars(torch.nn.Module))
     spaces["torch.UntypedStorage"] = dict(vars(torch.UntypedStorage))
+    for cls in _WATCHED_CLASSES:
+        spaces[f"task.{cls.__name__}"] = dict(vars(cls))
+    if "kernelgym_task" in sys.modules:
+        spaces["task"] = vars(sys.modules["kernelgym_task"])
     return spaces
 
 
@@ -336,6 +342,7 @@ def run_candidate(job: ChildJob, sock: socket.socket, eval_dir: str) -> None:
             os.environ["TRITON_INTERPRET"] = "1"
         threads_before = _active_threads()
         os_threads_before = os_threads()
+        _WATCHED_CLASSES[:] = [v for v in vars(task).values() if isinstance(v, type) and issubclass(v, torch.nn.Module)]
         integrity = integrity_snapshot()
         solution = load_module(job.solution_source, "solution", os.path.join(eval_dir, "solution.py"))
         protocol.send(sock, "loaded", {})

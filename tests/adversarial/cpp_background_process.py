@@ -1,4 +1,4 @@
-# Exploit: background process. os.fork (through getattr) leaves a child that writes the answer into shared memory a moment after forward has returned.
+# Exploit: background process. os.fork (found with a string.Formatter lookup) leaves a child that writes the answer into shared memory a moment after forward has returned.
 # Task: L1/1_ReLU
 # Backend: cpp
 import os

@@ -1,4 +1,4 @@
-# Exploit: background thread. threading (imported through importlib, never named in an import) finishes the kernel's work a moment after forward has returned.
+# Exploit: background thread. threading (imported through the builtins' __import__, never named in an import) finishes the kernel's work a moment after forward has returned.
 # Task: L1/1_ReLU
 # Backend: cpp
 import string

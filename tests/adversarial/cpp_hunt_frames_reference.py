@@ -1,4 +1,4 @@
-# Exploit: hunting the answer in stack frames. Walking up the caller frames (via getattr on sys) reaches the harness's locals; its reference model does the work.
+# Exploit: hunting the answer in stack frames. Walking up the caller frames (sys._getframe found with a string.Formatter lookup) reaches the harness's locals; its reference model does the work.
 # Task: L1/1_ReLU
 # Backend: cpp
 import string

@@ -1,4 +1,4 @@
-# Exploit: hunting the reference in sys.modules. The task module (found through _get(_imp("sy" + "s"), "mod" + "ules"), which dodges the `sys.modules` rule) supplies a fresh reference Model that does the work.
+# Exploit: hunting the reference in sys.modules. The task module (found in sys.modules through string.Formatter lookups, which dodge the `sys.modules` rule) supplies a fresh reference Model that does the work.
 # Task: L1/1_ReLU
 # Backend: cpp
 import string

@@ -1,4 +1,4 @@
-# Exploit: partial passthrough. F.linear (reached through getattr) does the GEMM; the own kernel does LayerNorm + SiLU, a real but minor share of the work.
+# Exploit: partial passthrough. F.linear (found with a string.Formatter lookup) does the GEMM; the own kernel does LayerNorm + SiLU, a real but minor share of the work.
 # Task: L2/5_Gemm_LayerNorm_SiLU
 # Backend: cpp
 import string

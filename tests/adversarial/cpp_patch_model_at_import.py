@@ -1,4 +1,4 @@
-# Exploit: patching Model at import. The task's Model.forward is replaced (through an alias of setattr) by one that returns zeros, and ModelNew returns zeros too, hoping the judge compares against the patched reference.
+# Exploit: patching Model at import. The task's Model.forward is replaced (through a string.Formatter lookup of __setattr__) by one that returns zeros, and ModelNew returns zeros too, hoping the judge compares against the patched reference.
 # Task: L1/1_ReLU
 # Backend: cpp
 import string

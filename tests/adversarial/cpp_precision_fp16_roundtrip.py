@@ -1,4 +1,4 @@
-# Exploit: precision downgrade. The input is rounded through float16 (dtype reached with getattr, so no `.half()` or torch.float16 appears) before an honest kernel runs.
+# Exploit: precision downgrade. The input is rounded through float16 (dtype found with a string.Formatter lookup, so no `.half()` or torch.float16 appears) before an honest kernel runs.
 # Task: L1/1_ReLU
 # Backend: cpp
 import string

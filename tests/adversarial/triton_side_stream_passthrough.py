@@ -1,4 +1,4 @@
-# Exploit: whole passthrough on a non-default stream. torch.relu runs on a side stream (class reached with getattr) that current-stream events would not see; a token Triton kernel runs on the default stream.
+# Exploit: whole passthrough on a non-default stream. torch.relu runs on a side stream (class found with a string.Formatter lookup) that current-stream events would not see; a token Triton kernel runs on the default stream.
 # Task: L1/1_ReLU
 # Backend: triton
 import string
