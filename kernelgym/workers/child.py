@@ -392,7 +392,10 @@ def run_candidate(job: ChildJob, sock: socket.socket, eval_dir: str) -> None:
             protocol.send(sock, "stage", {"name": "profile"})
 
             own = own_kernel_names(solution, job.solution_source)
-            profile = _profile_candidate(model, sets[0], job.device, launches, own)
+            from kernelgym.workers.locks import device_lock
+
+            with device_lock(job.device):  # measured alone, like the timing
+                profile = _profile_candidate(model, sets[0], job.device, launches, own)
             protocol.send(sock, "profile", {**profile, "tampered": tampered(integrity)[:5]})
         protocol.send(sock, "done")
     except BaseException as exc:
