@@ -25,7 +25,7 @@ class EvalOptions:
     reproduce_tolerance: float = 0.10
     max_torch_share: float = 0.3  # ATen compute above this share of the candidate's time is a passthrough
     max_untracked_share: float = 0.5  # CPU: time in neither its kernels nor ATen (another library's code)
-    min_untracked_ms: float = 0.5  # ... counted only above this much, so Python's own overhead is no hack
+    min_untracked_ms: float = 0.1  # ... counted only above this much, so Python's own overhead is no hack
     reference_slowdown_limit: float = 3.0  # reference this much slower after the candidate's import: tampering
     # (smaller slowdowns gain nothing: speedups use the clean, pre-import reference time when it is lower)
     threads: int = 1  # CPU threads for torch and OpenMP during timing

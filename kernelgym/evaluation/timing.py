@@ -39,8 +39,12 @@ class Timer:
 
             self._torch = torch
             self._flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device=device)
+            # Bound now, before any candidate code: rebinding them later changes nothing measured here.
             self._sync = torch.cuda.synchronize
             self._event = torch.cuda.Event
+            self._record = torch.cuda.Event.record
+            self._elapsed = torch.cuda.Event.elapsed_time
+            self._wait = torch.cuda.Event.synchronize
 
     def time_call(self, fn: Callable[[], object]) -> float:
         """One call's time in ms."""
@@ -54,12 +58,12 @@ class Timer:
         self._flush.zero_()
         self._sync()
         begin, end = self._event(enable_timing=True), self._event(enable_timing=True)
-        begin.record()
+        self._record(begin)
         out = fn()
         self._sync()  # whole device: work hidden on another stream is inside the region
-        end.record()
-        end.synchronize()
-        return begin.elapsed_time(end), out
+        self._record(end)
+        self._wait(end)
+        return self._elapsed(begin, end), out
 
 
 @dataclass
@@ -92,6 +96,7 @@ def measure_interleaved(
     ref_times: list[float] = []
     cand_times: list[float] = []
     checks: list[SpotCheck] = []
+    last_reference_output = None  # kept alive across the next candidate call: its memory is not up for grabs
     spent_ms = 0.0
     for i in range(config.trials):
         k = i % n_sets
@@ -103,6 +108,8 @@ def measure_interleaved(
             fn = reference if name == "ref" else candidate
             ms, outputs[name] = timer.time_call_with_output(lambda fn=fn: fn(k))
             (ref_times if name == "ref" else cand_times).append(ms)
+            if name == "ref":
+                last_reference_output = outputs["ref"]
         # Reservoir sampling: every timed call, up to the last, is equally likely to be among the checked.
         if len(checks) < spot_checks:
             checks.append(SpotCheck(i, k, scale, _detach(outputs["cand"])))
@@ -111,6 +118,7 @@ def measure_interleaved(
         spent_ms += ref_times[-1] + cand_times[-1]
         if i + 1 >= config.min_trials and spent_ms > 2 * config.budget_s * 1e3:
             break
+    del last_reference_output
     return ref_times, cand_times, checks
 
 

@@ -395,7 +395,7 @@ def run_candidate(job: ChildJob, sock: socket.socket, eval_dir: str) -> None:
             from kernelgym.workers.locks import device_lock
 
             with device_lock(job.device):  # measured alone, like the timing
-                profile = _profile_candidate(model, sets[0], job.device, launches, own)
+                profile = _profile_candidate(model, sets[0], job.device, launches, own, warm_inputs=sets[-1])
             protocol.send(sock, "profile", {**profile, "tampered": tampered(integrity)[:5]})
         protocol.send(sock, "done")
     except BaseException as exc:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import tempfile
 
-LOCK_DIR = os.path.join(tempfile.gettempdir(), "kernelgym-locks")
+# One folder for the whole machine (not the per-worker TMPDIR): every worker of every pool shares the slot.
+LOCK_DIR = os.environ.get("KERNELGYM_LOCK_DIR", "/tmp/kernelgym-locks")
 
 
 def prepare() -> None:

@@ -9,6 +9,7 @@ import tempfile
 from dataclasses import dataclass
 
 CLONE_NEWNET = 0x40000000
+PR_SET_DUMPABLE = 4
 NOBODY_UID = 65534
 
 
@@ -54,7 +55,16 @@ def enter(eval_dir: str, output_fd: int, config: SandboxConfig, uses_gpu: bool) 
         os.setuid(NOBODY_UID)
     elif config.drop_privileges:
         notes.append("privileges not dropped (not root): the candidate runs as the caller's user")
+    no_inspection()
     return notes
+
+
+def no_inspection() -> None:
+    """Make this process's memory unreadable through /proc/PID/mem by other unprivileged processes."""
+    try:
+        ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
 
 
 def _world_readable_install() -> bool:

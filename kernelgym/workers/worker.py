@@ -18,6 +18,9 @@ def _serve(conn: Connection) -> None:
 
     torch.set_num_threads(1)  # no thread pool may exist when we fork
     config = conn.recv()
+    from kernelgym.workers.sandbox import no_inspection
+
+    no_inspection()
     _preimport(config["has_gpu"])
     from kernelgym.evaluation.pipeline import Pipeline
     from kernelgym.evaluation.result import EvalResult, Verdict

@@ -16,3 +16,7 @@ def test_profiler_names_match_own_kernels_only():
     assert _is_own("relu_kernel", own)
     assert not _is_own("void at::native::vectorized_elementwise_kernel<4, at::native::relu>(int, ...)", own)
     assert not _is_own("sm90_xmma_gemm_f32f32_tf32f32_f32_nn_n_tilesize128x128x32", own)
+    # A dummy kernel named like a library's kernel does not claim it.
+    assert not _is_own("void at::native::vectorized_elementwise_kernel<4>(int)", {"vectorized_elementwise_kernel"})
+    assert not _is_own("sm90_xmma_gemm_f32f32", {"sm90"})
+    assert _is_own("relu_kernel_0d1d2de", {"relu_kernel"})
