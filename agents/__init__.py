@@ -3,6 +3,8 @@ load only when a policy that needs them is built)."""
 
 from __future__ import annotations
 
+from kernelgym._lazy import lazy_getattr
+
 _LAZY = {
     "Policy": "kernelgym.agents.policy",
     "BasePolicy": "kernelgym.agents.policy",
@@ -16,12 +18,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str):
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'kernelgym.agents' has no attribute {name!r}")
+__getattr__ = lazy_getattr("kernelgym.agents", _LAZY)
 
 
 __all__ = ["BasePolicy", "BenchConfig", "EpisodeRecord", "Policy", "Reply", "make_policy", "run_bench", "summarize",

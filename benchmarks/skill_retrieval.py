@@ -19,16 +19,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-
-def _cpu() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.lower().startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+from kernelgym.envs.prompt import cpu_name
 
 
 def main() -> int:
@@ -101,7 +92,7 @@ def main() -> int:
         "# Skill retrieval benchmark",
         "",
         f"Date: {dt.datetime.now().astimezone().isoformat(timespec='seconds')}  ",
-        f"Machine: {_cpu()} ({os.cpu_count()} cores), {platform.system()} {platform.release()}  ",
+        f"Machine: {cpu_name()} ({os.cpu_count()} cores), {platform.system()} {platform.release()}  ",
         f"Python {platform.python_version()}; " + ", ".join(f"{k} {v}" for k, v in versions.items()) + "  ",
         f"Command: `python benchmarks/skill_retrieval.py --k {args.k}"
         + (f" --bound-mismatch {args.bound_mismatch:g}" if args.bound_mismatch is not None else "")

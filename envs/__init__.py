@@ -5,6 +5,8 @@ Light to import: the environment class and the TRL adapter load on first use.
 
 from __future__ import annotations
 
+from kernelgym._lazy import lazy_getattr
+
 from kernelgym.envs.registration import env_ids, register_envs
 
 _LAZY = {
@@ -18,12 +20,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str):
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'kernelgym.envs' has no attribute {name!r}")
+__getattr__ = lazy_getattr("kernelgym.envs", _LAZY)
 
 
 __all__ = ["EnvConfig", "KernelEnv", "KernelToolEnv", "env_ids", "make_kernel_env", "parse_reply", "read_episodes",

@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+from kernelgym._lazy import lazy_getattr
+
 __version__ = "0.1.0"
 
 from kernelgym.errors import KernelGymError
@@ -20,12 +22,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str):
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'kernelgym' has no attribute {name!r}")
+__getattr__ = lazy_getattr("kernelgym", _LAZY)
 
 
 def _register() -> None:

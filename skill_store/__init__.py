@@ -10,6 +10,8 @@ when the gate runs.
 
 from __future__ import annotations
 
+from kernelgym._lazy import lazy_getattr
+
 from kernelgym.skill_store.skill import (
     AppliesWhen,
     Evidence,
@@ -45,12 +47,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str):
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'kernelgym.skill_store' has no attribute {name!r}")
+__getattr__ = lazy_getattr("kernelgym.skill_store", _LAZY)
 
 
 __all__ = [
