@@ -9,8 +9,6 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
-import signal
-import socket
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -27,10 +25,8 @@ from kernelgym.evaluation.static import static_check
 from kernelgym.evaluation.timing import TimingConfig, speedup_interval, stats
 from kernelgym.workers import protocol
 from kernelgym.workers.child import INPUT_SETS_FOR_TIMING, SPOT_CHECKS, ChildJob, run_candidate, run_reference
-from kernelgym.workers.sandbox import SandboxConfig, enter
-
-OUTPUT_TAIL_BYTES = 4000
-
+from kernelgym.workers.process import Died, EvalProcess
+from kernelgym.workers.sandbox import SandboxConfig
 
 @dataclass
 class EvalJob:
@@ -55,117 +51,6 @@ class _Outcome(Exception):
         super().__init__(verdict.value)
         self.verdict = verdict
         self.reasons = list(reasons)
-
-
-# forked processes ---------------------------------------------------------------------------------------
-
-class _Child:
-    def __init__(self, target, job: ChildJob, eval_dir: str, sandbox: SandboxConfig, uses_gpu: bool):
-        self.log_path = os.path.join(eval_dir, "output.log")
-        parent_sock, child_sock = socket.socketpair()
-        log_fd = os.open(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        pid = os.fork()
-        if pid == 0:  # the evaluation process
-            code = 0
-            try:
-                parent_sock.close()
-                notes = enter(eval_dir, log_fd, sandbox, uses_gpu)
-                protocol.send(child_sock, "hello", {"notes": notes})
-                if target is run_candidate:
-                    run_candidate(job, child_sock, eval_dir)
-                else:
-                    target(job, child_sock)
-            except BaseException:
-                code = 70
-            finally:
-                os._exit(code)
-        os.close(log_fd)
-        child_sock.close()
-        self.pid = pid
-        self.sock = parent_sock
-        self.status: int | None = None
-
-    def recv(self, deadline: float) -> tuple[str, dict, list[bytes]]:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise TimeoutError
-        self.sock.settimeout(remaining)
-        try:
-            return protocol.recv(self.sock)
-        except (socket.timeout, TimeoutError):
-            raise TimeoutError from None
-        except (protocol.ProtocolError, OSError) as exc:
-            raise _Died(str(exc)) from None
-
-    def send(self, kind: str, meta: dict | None = None) -> None:
-        try:
-            protocol.send(self.sock, kind, meta)
-        except OSError as exc:
-            raise _Died(str(exc)) from None
-
-    def kill(self) -> None:
-        for sig in (signal.SIGKILL,):
-            try:
-                os.killpg(self.pid, sig)
-            except (ProcessLookupError, PermissionError):
-                pass
-            try:
-                os.kill(self.pid, sig)
-            except ProcessLookupError:
-                pass
-        self.wait()
-
-    def wait(self, timeout: float = 5.0) -> int | None:
-        if self.status is not None:
-            return self.status
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            pid, status = os.waitpid(self.pid, os.WNOHANG)
-            if pid:
-                self.status = status
-                return status
-            time.sleep(0.005)
-        try:
-            os.killpg(self.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        _, self.status = os.waitpid(self.pid, 0)
-        return self.status
-
-    def close(self) -> None:
-        self.sock.close()
-        if self.status is None:
-            self.kill()
-        try:  # anything the candidate left running in its process group
-            os.killpg(self.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-
-    def output_tail(self) -> str:
-        try:
-            size = os.path.getsize(self.log_path)
-            with open(self.log_path, "rb") as f:
-                if size <= OUTPUT_TAIL_BYTES:
-                    return f.read().decode("utf-8", "replace")
-                head = f.read(OUTPUT_TAIL_BYTES // 2).decode("utf-8", "replace")
-                f.seek(size - OUTPUT_TAIL_BYTES // 2)
-                tail = f.read().decode("utf-8", "replace")
-            return f"{head}\n... [{size - OUTPUT_TAIL_BYTES} bytes of output cut] ...\n{tail}"
-        except OSError:
-            return ""
-
-    def death(self) -> str:
-        status = self.wait()
-        if status is None:
-            return "the process vanished"
-        if os.WIFSIGNALED(status):
-            sig = os.WTERMSIG(status)
-            return f"killed by signal {signal.Signals(sig).name}" if sig in signal.valid_signals() else f"signal {sig}"
-        return f"exited with status {os.WEXITSTATUS(status)}"
-
-
-class _Died(Exception):
-    pass
 
 
 # the pipeline -------------------------------------------------------------------------------------------
@@ -243,10 +128,10 @@ class Pipeline:
         return f"{content_hash(job.task_source)[:24]}|{job.dtype}|{fingerprint(device, job.options.threads)}"
 
     # reference -------------------------------------------------------------------------------------------
-    def _start_reference(self, child_job: ChildJob, eval_dir: str, options: EvalOptions) -> _Child:
+    def _start_reference(self, child_job: ChildJob, eval_dir: str, options: EvalOptions) -> EvalProcess:
         ref_dir = os.path.join(eval_dir, "reference")
         os.mkdir(ref_dir)
-        child = _Child(run_reference, child_job, ref_dir, self.sandbox, child_job.device == "cuda")
+        child = EvalProcess(run_reference, child_job, ref_dir, self.sandbox, child_job.device == "cuda")
         deadline = time.monotonic() + options.timeout_s + 60
         try:
             child.recv(deadline)  # hello
@@ -257,7 +142,7 @@ class Pipeline:
         except TimeoutError:
             child.close()
             raise _Outcome(Verdict.TIMEOUT, "reference_timeout: the task's reference ran past its limit") from None
-        except _Died:
+        except Died:
             child.close()
             raise _Outcome(Verdict.CRASH, f"reference_crashed: {child.death()}") from None
         except _Outcome:
@@ -269,13 +154,13 @@ class Pipeline:
         options = job.options
         cand_dir = os.path.join(eval_dir, "candidate")
         os.mkdir(cand_dir)
-        child = _Child(run_candidate, child_job, cand_dir, self.sandbox, child_job.device == "cuda")
+        child = EvalProcess(run_candidate, child_job, cand_dir, self.sandbox, child_job.device == "cuda")
         session = _Session(self, child, job, child_job, judge, result, mode)
         try:
             session.converse(options)
         except TimeoutError:
             raise _Outcome(Verdict.TIMEOUT, f"timeout: the {session.stage} stage ran past its limit") from None
-        except _Died:
+        except Died:
             raise _Outcome(Verdict.CRASH, f"crash: the candidate's process {child.death()} during {session.stage}") from None
         finally:
             result.stage_s[session.stage] = round(time.monotonic() - session.stage_started, 3)
@@ -293,7 +178,7 @@ def _static_verdict(static: StaticResult) -> Verdict:
 class _Judge:
     """The reference process, which holds the expected outputs and compares candidate outputs with them."""
 
-    def __init__(self, child: _Child, atol: float, rtol: float, timeout_s: float):
+    def __init__(self, child: EvalProcess, atol: float, rtol: float, timeout_s: float):
         self.child, self.atol, self.rtol, self.timeout_s = child, atol, rtol, timeout_s
 
     def compare(self, trial: int, meta: dict, blobs: list[bytes]) -> TrialResult:
@@ -305,7 +190,7 @@ class _Judge:
                                                        "rtol": self.rtol, "scale": float(meta.get("scale", 1.0))},
                           blobs)
             kind, data, _ = self.child.recv(time.monotonic() + self.timeout_s + 60)
-        except (TimeoutError, _Died, OSError):
+        except (TimeoutError, Died, OSError):
             raise _Outcome(Verdict.CRASH, "judge_failed: the reference process did not answer a comparison") from None
         return TrialResult(**data)
 
@@ -483,7 +368,6 @@ class _Session:
             ref_times, cand_times, speedup, low, high = ref2, cand2, speedup2, min(low, low2), high2
         self.child.send("verify")
         pre_ref = meta.get("pre_ref_ms") or []
-        timing_meta = meta
         timing = TimingResult(
             available=True, device=str(meta.get("device", "")), candidate=stats(cand_times), reference=stats(ref_times),
             speedup=round(speedup, 4), speedup_ci_low=round(low, 4), speedup_ci_high=round(high, 4),
@@ -495,7 +379,6 @@ class _Session:
             timing.speedup_vs_compile = round(self.compile_ms / max(timing.candidate.median_ms, 1e-9), 4)
             timing.compile_baseline_cached = self.child_job.cached_compile_ms is not None
         self.result.timing = timing
-        del timing_meta
         checks = SPOT_CHECKS + min(len(self.child_job.trial_seeds), INPUT_SETS_FOR_TIMING)
         for _ in range(checks):
             kind, meta, blobs = self.next()
