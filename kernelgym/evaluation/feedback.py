@@ -42,6 +42,12 @@ def render_feedback(result: EvalResult, max_chars: int = 4000) -> str:
                 f"{timing.speedup:.3g}x (95% CI {timing.speedup_ci_low:.3g}-{timing.speedup_ci_high:.3g}), "
                 f"{'verified' if timing.verified else 'not verified'}."
             )
+            if timing.floor_ms is not None and timing.roofline_fraction is not None:
+                lines.append(
+                    f"Roofline: {timing.bound}-bound ({timing.flops / 1e9:.3g} GFLOP, {timing.min_bytes / 1e6:.3g} MB at least); "
+                    f"floor {timing.floor_ms:.3g} ms on this machine's measured peaks; yours is at "
+                    f"{100 * timing.roofline_fraction:.1f}% of roofline"
+                    + (" (above 100%: the data stays in cache at this size)." if timing.roofline_fraction > 1 else "."))
             if timing.speedup_vs_compile:
                 lines.append(f"Against torch.compile of the reference ({timing.compile_ms:.4g} ms"
                              f"{', cached baseline' if timing.compile_baseline_cached else ''}): {timing.speedup_vs_compile:.3g}x.")

@@ -64,7 +64,10 @@ class Pipeline:
         self.work_root = work_root
         self.sandbox = sandbox
         self.has_gpu = has_gpu
+        from kernelgym.evaluation.roofline import PeaksCache
+
         self.baselines = BaselineCache(kernels.cache_root() / "baselines.json")
+        self.peaks = PeaksCache(kernels.cache_root() / "peaks.json")
 
     def run(self, job: EvalJob) -> EvalResult:
         started = time.monotonic()
@@ -118,8 +121,17 @@ class Pipeline:
                                        budget_s=options.timing_budget_s),
             profile=options.profile, threads=options.threads,
             compile_baseline=options.compile_baseline and mode == "run" and options.timing,
+            cached_peaks=self._cached_peaks(device, options.threads),
             cached_compile_ms=self.baselines.get(self._baseline_key(job, device)) if options.compile_baseline else None,
         )
+
+    def _cached_peaks(self, device: str, threads: int) -> dict | None:
+        from dataclasses import asdict
+
+        from kernelgym.evaluation.baselines import fingerprint
+
+        peaks = self.peaks.get(fingerprint(device, threads))
+        return asdict(peaks) if peaks else None
 
     def _baseline_key(self, job: EvalJob, device: str) -> str:
         from kernelgym.evaluation.baselines import fingerprint
@@ -138,6 +150,12 @@ class Pipeline:
             kind, meta, _ = child.recv(deadline)
             if kind == "error":
                 raise _Outcome(Verdict.RUNTIME_ERROR, f"reference_failed: the task's reference raised {meta['message'][:300]}")
+            child.facts = meta
+            if meta.get("peaks") and not child_job.cached_peaks:
+                from kernelgym.evaluation.baselines import fingerprint
+                from kernelgym.evaluation.roofline import Peaks
+
+                self.peaks.put(fingerprint(child_job.device, child_job.threads), Peaks(**meta["peaks"]))
             return child
         except TimeoutError:
             child.close()
@@ -374,6 +392,7 @@ class _Session:
             remeasured=remeasured,
         )
         timing.verified = low > options.threshold and not any(r.startswith("not_reproduced") for r in self.result.reasons)
+        self._roofline(timing)
         if self.compile_ms:
             timing.compile_ms = round(self.compile_ms, 6)
             timing.speedup_vs_compile = round(self.compile_ms / max(timing.candidate.median_ms, 1e-9), 4)
@@ -399,6 +418,18 @@ class _Session:
             if before > 0 and after / before > options.reference_slowdown_limit and after - before > 0.05:
                 timing.verified = False
                 raise _Outcome(Verdict.HACK, f"reference_slowed: the reference took {after:.3f} ms after the candidate was imported, {before:.3f} ms before")
+
+    def _roofline(self, timing: TimingResult) -> None:
+        from kernelgym.evaluation.roofline import Peaks, TaskCost, floor_ms
+
+        facts = getattr(self.judge.child, "facts", {}) or {}
+        if not facts.get("peaks") or facts.get("flops") is None:
+            return
+        cost = TaskCost(float(facts["flops"]), float(facts["min_bytes"]))
+        floor, bound = floor_ms(cost, Peaks(**facts["peaks"]))
+        timing.flops, timing.min_bytes, timing.floor_ms, timing.bound = cost.flops, cost.min_bytes, round(floor, 6), bound
+        if timing.candidate and timing.candidate.median_ms > 0:
+            timing.roofline_fraction = round(floor / timing.candidate.median_ms, 4)
 
     @staticmethod
     def _conservative(ref_times: list[float], cand_times: list[float], pre_ref: list[float]):

@@ -101,6 +101,11 @@ class TimingResult:
     compile_ms: float | None = None  # torch.compile of the reference, when asked for
     speedup_vs_compile: float | None = None
     compile_baseline_cached: bool = False
+    flops: float | None = None  # of the task (torch.utils.flop_counter)
+    min_bytes: float | None = None  # inputs, parameters and outputs, each moved once
+    floor_ms: float | None = None  # the roofline's least time on this machine's measured peaks
+    bound: str | None = None  # "memory" or "compute"
+    roofline_fraction: float | None = None  # floor_ms / the candidate's median time
 
 
 @dataclass

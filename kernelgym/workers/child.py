@@ -106,6 +106,8 @@ class ChildJob:
     profile: bool = True
     threads: int = 1
     compile_baseline: bool = False  # also time torch.compile of the reference (before any candidate code)
+    roofline: bool = True  # the reference process reports the task's FLOPs and bytes (and peaks, if asked)
+    cached_peaks: dict | None = None  # the machine's measured peaks, when the worker has them already
     cached_compile_ms: float | None = None  # a baseline measured earlier on this hardware and software
 
 
@@ -216,7 +218,7 @@ def run_reference(job: ChildJob, sock: socket.socket) -> None:
     except BaseException as exc:  # the task itself is broken: report it, the trusted side decides
         protocol.send(sock, "error", error_meta("reference", exc))
         return
-    protocol.send(sock, "ready", {"outputs": [len(e) for e in expected]})
+    protocol.send(sock, "ready", {"outputs": [len(e) for e in expected], **_roofline_facts(job, task, model, expected)})
     while True:
         kind, meta, blobs = protocol.recv(sock)
         if kind != "compare":
@@ -236,6 +238,24 @@ def run_reference(job: ChildJob, sock: socket.socket) -> None:
         except (protocol.ProtocolError, KeyError, TypeError, ValueError, IndexError) as exc:
             protocol.send(sock, "compared", {"index": trial, "perturbed": job.perturbed[trial], "passed": False,
                                              "message": f"malformed output: {exc}"})
+
+
+def _roofline_facts(job: ChildJob, task, model, expected) -> dict:
+    """FLOPs and minimum bytes of the task (and the machine's peaks when not cached); {} if they fail."""
+    if not job.roofline or job.mode != "run":
+        return {}
+    from dataclasses import asdict
+
+    from kernelgym.evaluation import roofline
+
+    try:
+        dtype = getattr(torch, job.dtype)
+        inputs = make_inputs(task, job.trial_seeds[0], job.perturbed[0], job.perturb, dtype, job.device)
+        cost = roofline.task_cost(model, inputs, expected[0])
+        peaks = job.cached_peaks or asdict(roofline.measure_peaks(job.device))
+        return {"flops": cost.flops, "min_bytes": cost.min_bytes, "peaks": peaks}
+    except Exception:  # a task the counter cannot trace: the result simply has no roofline
+        return {}
 
 
 # the candidate runner -------------------------------------------------------------------------------------

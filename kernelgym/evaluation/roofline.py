@@ -1,0 +1,102 @@
+"""Roofline: a task's FLOPs and minimum bytes, the machine's measured peaks, and the floor time they imply.
+
+FLOPs come from torch.utils.flop_counter (matmuls and convolutions; elementwise work counts as 0, so such
+tasks are memory-bound by construction). Minimum bytes are what any implementation must move: inputs,
+parameters and outputs, each once. Peaks are measured on the machine (a large copy, a large fp32 matmul)
+once per hardware/software fingerprint and cached.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+
+
+@dataclass
+class Peaks:
+    bandwidth_gbs: float  # GB/s, from a copy of a buffer far larger than any cache
+    matmul_tflops: float  # fp32 matmul, TFLOP/s
+
+
+@dataclass
+class TaskCost:
+    flops: float
+    min_bytes: float
+
+
+def task_cost(model: torch.nn.Module, inputs: list, outputs: list) -> TaskCost:
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        model(*inputs)
+    tensors = [x for x in inputs if isinstance(x, torch.Tensor)] + list(model.parameters()) + list(model.buffers())
+    moved = sum(t.numel() * t.element_size() for t in tensors)
+    moved += sum(o.numel() * o.element_size() for o in outputs if isinstance(o, torch.Tensor))
+    return TaskCost(flops=float(counter.get_total_flops()), min_bytes=float(moved))
+
+
+def measure_peaks(device: str) -> Peaks:
+    """About a second of work: a 256 MB copy (64 MB on the CPU) and an fp32 matmul (4096, or 1024 on the CPU)."""
+    gpu = device.startswith("cuda")
+    sync = torch.cuda.synchronize if gpu else (lambda: None)
+    n_bytes = (256 if gpu else 64) << 20
+    src = torch.empty(n_bytes // 4, dtype=torch.float32, device=device).fill_(1.0)
+    dst = torch.empty_like(src)
+
+    def best(fn, repeats):
+        fn()
+        sync()
+        times = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            fn()
+            sync()
+            times.append(time.perf_counter() - start)
+        return min(times)
+
+    copy_s = best(lambda: dst.copy_(src), 10)
+    size = 4096 if gpu else 1024
+    a = torch.rand(size, size, device=device)
+    b = torch.rand(size, size, device=device)
+    matmul_s = best(lambda: torch.mm(a, b), 5)
+    return Peaks(bandwidth_gbs=2 * n_bytes / copy_s / 1e9, matmul_tflops=2 * size**3 / matmul_s / 1e12)
+
+
+def floor_ms(cost: TaskCost, peaks: Peaks) -> tuple[float, str]:
+    """The least time the task could take on this machine, and whether memory or compute bounds it."""
+    memory_ms = cost.min_bytes / (peaks.bandwidth_gbs * 1e9) * 1e3
+    compute_ms = cost.flops / (peaks.matmul_tflops * 1e12) * 1e3
+    return (memory_ms, "memory") if memory_ms >= compute_ms else (compute_ms, "compute")
+
+
+class PeaksCache:
+    """Measured peaks per fingerprint, in a JSON file rewritten atomically."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def get(self, key: str) -> Peaks | None:
+        try:
+            data = json.loads(self.path.read_text()).get(key)
+            return Peaks(**data) if data else None
+        except (OSError, ValueError, TypeError):
+            return None
+
+    def put(self, key: str, peaks: Peaks) -> None:
+        try:
+            data = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            data = {}
+        data[key] = asdict(peaks)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".peaks-")
+        with os.fdopen(fd, "w") as f:
+            json.dump(data, f, indent=1, sort_keys=True)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, self.path)
