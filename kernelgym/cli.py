@@ -144,6 +144,42 @@ def eval_command(
                 typer.echo(result.to_feedback())
 
 
+@app.command("baseline")
+def baseline_command(
+    suite: str = SuiteOpt, level: int | None = LevelOpt, kernelbench_root: str | None = RootOpt,
+    size: str | None = typer.Option(None, "--size", help="cpu or gpu (default: from the hardware)"),
+    backend: str | None = typer.Option(None, "--backend", help="where to time: cpp = CPU, triton/cuda = GPU"),
+    compile_: bool = typer.Option(False, "--compile", help="also time torch.compile of each reference"),
+    refresh: bool = typer.Option(False, "--refresh", help="measure again even when cached"),
+    workers: int = typer.Option(1, "--workers"),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Eager (and torch.compile) reference times per task, cached per hardware/software fingerprint."""
+    from kernelgym.workers.pool import EvalPool, has_gpu
+
+    tasks = _select(suite, level, kernelbench_root)
+    chosen = backend or ("cuda" if has_gpu() else "cpp")
+    table = Table("task", "size", "eager ms", "compile ms", "cached")
+    with EvalPool(workers=workers) as pool:
+        futures = [(t, pool.submit(t, "", backend=chosen, size=size, baseline_only=True, compile_baseline=compile_,
+                                   refresh_baseline=refresh, timeout_s=120)) for t in tasks]
+        for task, future in futures:
+            result = future.result()
+            timing = result.timing
+            eager = timing.reference.median_ms if timing and timing.reference else None
+            compiled = timing.compile_ms if timing else None
+            if as_json:
+                typer.echo(json.dumps({"id": task.id, "size": result.size, "verdict": result.verdict.value,
+                                       "eager_ms": eager, "compile_ms": compiled,
+                                       "cached": bool(timing and timing.compile_baseline_cached),
+                                       "reasons": result.reasons}))
+            else:
+                table.add_row(task.id, result.size, f"{eager:.4g}" if eager else result.verdict.value,
+                              f"{compiled:.4g}" if compiled else "-", "yes" if timing and timing.compile_baseline_cached else "no")
+    if not as_json:
+        console.print(table)
+
+
 @app.command("examples")
 def examples_command(
     backend: str = typer.Option("cpp", "--backend"),

@@ -30,6 +30,8 @@ class EvalOptions:
     # (smaller slowdowns gain nothing: speedups use the clean, pre-import reference time when it is lower)
     threads: int = 1  # CPU threads for torch and OpenMP during timing
     compile_baseline: bool = False  # also report the speedup over torch.compile of the reference (cached)
+    baseline_only: bool = False  # time the reference (eager, and compiled with compile_baseline); no candidate
+    refresh_baseline: bool = False  # with baseline_only: measure again even when a cached baseline exists
     seed: int | None = None  # fixes the hidden seeds (for debugging only: normal runs draw fresh ones)
 
     @classmethod

@@ -87,6 +87,8 @@ class Pipeline:
     def _stages(self, job: EvalJob, result: EvalResult, eval_dir: str) -> None:
         backend = backends.get(job.backend)
         options = job.options
+        if options.baseline_only:
+            return self._baseline(job, result, eval_dir, backend)
         result.static = static_check(job.solution_source, backend, job.dtype)
         if not result.static.passed:
             raise _Outcome(_static_verdict(result.static), *result.static.reasons)
@@ -138,6 +140,41 @@ class Pipeline:
         from kernelgym.tasks.task import content_hash
 
         return f"{content_hash(job.task_source)[:24]}|{job.dtype}|{fingerprint(device, job.options.threads)}"
+
+    # baselines -------------------------------------------------------------------------------------------
+    def _baseline(self, job: EvalJob, result: EvalResult, eval_dir: str, backend: backends.Backend) -> None:
+        """Reference times per task and fingerprint, cached: `kernelgym baseline` and compile baselines."""
+        from kernelgym.workers.child import run_baseline
+
+        options = job.options
+        device, mode = self._placement(backend)
+        child_job = self._child_job(job, device, mode)
+        key = self._baseline_key(job, device)
+        eager_ms, compile_ms = self.baselines.get("eager|" + key), self.baselines.get(key)
+        cached = eager_ms is not None and (compile_ms is not None or not options.compile_baseline)
+        if not cached or options.refresh_baseline:
+            child_job.compile_baseline = options.compile_baseline
+            child = EvalProcess(run_baseline, child_job, eval_dir, self.sandbox, device == "cuda")
+            try:
+                child.recv(time.monotonic() + 60)  # hello
+                kind, meta, _ = child.recv(time.monotonic() + options.timeout_s + (300 if options.compile_baseline else 0))
+            except TimeoutError:
+                raise _Outcome(Verdict.TIMEOUT, "baseline_timeout: timing the reference ran past its limit") from None
+            except Died:
+                raise _Outcome(Verdict.CRASH, f"reference_crashed: {child.death()}") from None
+            finally:
+                child.close()
+            if kind != "baseline":
+                raise _Outcome(Verdict.RUNTIME_ERROR, f"reference_failed: {meta.get('message', kind)[:300]}")
+            eager_ms = stats(meta["eager_ms"]).median_ms
+            self.baselines.put("eager|" + key, eager_ms)
+            if meta.get("compile_ms"):
+                compile_ms = stats(meta["compile_ms"]).median_ms
+                self.baselines.put(key, compile_ms)
+        result.reasons.append("baseline_only: the reference was timed, no candidate was evaluated")
+        result.timing = TimingResult(available=True, device=device, baseline="eager", compile_ms=compile_ms,
+                                     compile_baseline_cached=cached and not options.refresh_baseline)
+        result.timing.reference = stats([eager_ms])
 
     # reference -------------------------------------------------------------------------------------------
     def _start_reference(self, child_job: ChildJob, eval_dir: str, options: EvalOptions) -> EvalProcess:

@@ -258,6 +258,29 @@ def _roofline_facts(job: ChildJob, task, model, expected) -> dict:
         return {}
 
 
+def run_baseline(job: ChildJob, sock: socket.socket) -> None:
+    """Times the reference alone: eager, and torch.compile of it when asked (no candidate involved)."""
+    dtype = getattr(torch, job.dtype)
+    torch.set_num_threads(job.threads)
+    strict_fp32()
+    try:
+        task = load_module(job.task_source, "kernelgym_task")
+        model = build_model(task.Model, task, job.init_seed, dtype, job.device)
+        sets = [make_inputs(task, s, p, job.perturb, dtype, job.device)
+                for s, p in list(zip(job.trial_seeds, job.perturbed))[:INPUT_SETS_FOR_TIMING]]
+        timer = timing_mod.Timer(job.device)
+        with torch.no_grad():
+            eager = timing_mod.measure_alone(timer, lambda k: model(*sets[k]), len(sets), job.timing_config)
+            compiled_ms: list[float] = []
+            if job.compile_baseline:
+                compiled = torch.compile(model)
+                compiled_ms = timing_mod.measure_alone(timer, lambda k: compiled(*sets[k]), len(sets), job.timing_config)
+    except BaseException as exc:
+        protocol.send(sock, "error", error_meta("baseline", exc))
+        return
+    protocol.send(sock, "baseline", {"eager_ms": eager, "compile_ms": compiled_ms, "device": _device_name(job.device)})
+
+
 # the candidate runner -------------------------------------------------------------------------------------
 
 class _Launches:
