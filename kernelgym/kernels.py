@@ -2,7 +2,7 @@
 
 A solution writes plain C/C++ (or CUDA) with `extern "C"` functions over raw pointers and loads it with
 `load_cpp(SOURCE)` / `load_cuda(SOURCE)`. That skips torch's headers, so a new kernel builds in about 0.1 s
-(C++) or 1-2 s (CUDA) instead of the 40 s a `torch/extension.h` build takes.
+(C++) or 1-2 s (CUDA) instead of the 12-40 s a `torch/extension.h` build takes.
 
 Calling convention of the returned library's functions: a `torch.Tensor` is passed as a pointer to its
 data (make it contiguous first), a Python `int` as `int64_t`, a `float` as `float`, a `bool` as `int`.
