@@ -26,30 +26,40 @@ def fingerprint(device: str, threads: int) -> str:
     return f"{name}|torch {torch.__version__}|triton {triton_version}|{threads}t"
 
 
-class BaselineCache:
-    """A small JSON file, rewritten atomically; readers never see a half-written one."""
+class JsonCache:
+    """A small JSON file of measurements, rewritten atomically; readers never see a half-written one."""
 
     def __init__(self, path: Path):
         self.path = path
         self._lock = threading.Lock()
 
-    def _read(self) -> dict[str, float]:
+    def _read(self) -> dict:
         try:
             return json.loads(self.path.read_text())
         except (OSError, ValueError):
             return {}
 
-    def get(self, key: str) -> float | None:
-        value = self._read().get(key)
-        return float(value) if isinstance(value, int | float) else None
+    def get_raw(self, key: str):
+        return self._read().get(key)
 
-    def put(self, key: str, ms: float) -> None:
+    def put_raw(self, key: str, value) -> None:
         with self._lock:
             data = self._read()
-            data[key] = ms
+            data[key] = value
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".baselines-")
+            fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.stem}-")
             with os.fdopen(fd, "w") as f:
                 json.dump(data, f, indent=1, sort_keys=True)
             os.chmod(tmp, 0o644)
             os.replace(tmp, self.path)
+
+
+class BaselineCache(JsonCache):
+    """Reference times in ms per task and fingerprint."""
+
+    def get(self, key: str) -> float | None:
+        value = self.get_raw(key)
+        return float(value) if isinstance(value, int | float) else None
+
+    def put(self, key: str, ms: float) -> None:
+        self.put_raw(key, ms)

@@ -8,14 +8,11 @@ once per hardware/software fingerprint and cached.
 
 from __future__ import annotations
 
-import json
-import os
-import tempfile
 import time
 from dataclasses import asdict, dataclass
-from pathlib import Path
-
 import torch
+
+from kernelgym.evaluation.baselines import JsonCache
 
 
 @dataclass
@@ -75,28 +72,15 @@ def floor_ms(cost: TaskCost, peaks: Peaks) -> tuple[float, str]:
     return (memory_ms, "memory") if memory_ms >= compute_ms else (compute_ms, "compute")
 
 
-class PeaksCache:
-    """Measured peaks per fingerprint, in a JSON file rewritten atomically."""
-
-    def __init__(self, path: Path):
-        self.path = path
+class PeaksCache(JsonCache):
+    """Measured peaks per fingerprint."""
 
     def get(self, key: str) -> Peaks | None:
+        data = self.get_raw(key)
         try:
-            data = json.loads(self.path.read_text()).get(key)
-            return Peaks(**data) if data else None
-        except (OSError, ValueError, TypeError):
+            return Peaks(**data) if isinstance(data, dict) else None
+        except TypeError:
             return None
 
     def put(self, key: str, peaks: Peaks) -> None:
-        try:
-            data = json.loads(self.path.read_text())
-        except (OSError, ValueError):
-            data = {}
-        data[key] = asdict(peaks)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".peaks-")
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f, indent=1, sort_keys=True)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, self.path)
+        self.put_raw(key, asdict(peaks))

@@ -313,17 +313,15 @@ class _Launches:
                 fn.run = run
 
 
-def _remote_extension_builder(sock: socket.socket):
-    def build(request):
-        protocol.send(sock, "build", {"language": "torch_ext", **request.to_meta()})
-        kind, meta, _ = protocol.recv(sock)
-        if kind != "built":
-            raise kernels.BuildError(meta.get("message", "compilation failed"), meta.get("log", ""))
-        from pathlib import Path
+def _ask_worker_to_build(sock: socket.socket, meta: dict):
+    """Send a build request to the trusted worker; the path of the finished artifact, or BuildError."""
+    from pathlib import Path
 
-        return Path(meta["path"])
-
-    return build
+    protocol.send(sock, "build", meta)
+    kind, reply, _ = protocol.recv(sock)
+    if kind != "built":
+        raise kernels.BuildError(reply.get("message", "compilation failed"), reply.get("log", ""))
+    return Path(reply["path"])
 
 
 def _install_load_inline_shim(sock: socket.socket) -> None:
@@ -332,22 +330,9 @@ def _install_load_inline_shim(sock: socket.socket) -> None:
 
     from kernelgym import torch_ext
 
-    kernels.remote_extension_builder = _remote_extension_builder(sock)
+    kernels.remote_extension_builder = lambda request: _ask_worker_to_build(
+        sock, {"language": "torch_ext", **request.to_meta()})
     cpp_extension.load_inline = torch_ext.load_inline
-
-
-def _remote_builder(sock: socket.socket):
-    def build(request: kernels.BuildRequest):
-        protocol.send(sock, "build", {"language": request.language, "source": request.source,
-                                      "flags": list(request.flags)})
-        kind, meta, _ = protocol.recv(sock)
-        if kind != "built":
-            raise kernels.BuildError(meta.get("message", "compilation failed"), meta.get("log", ""))
-        from pathlib import Path
-
-        return Path(meta["path"])
-
-    return build
 
 
 def run_candidate(job: ChildJob, sock: socket.socket, eval_dir: str) -> None:
@@ -378,7 +363,8 @@ def run_candidate(job: ChildJob, sock: socket.socket, eval_dir: str) -> None:
                     times = timing_mod.measure_alone(timer, lambda k: compiled(*sets[k]), len(sets), job.timing_config)
                     protocol.send(sock, "compile_baseline", {"ms": sorted(times)[len(times) // 2]})
         protocol.send(sock, "stage", {"name": "build"})
-        kernels.remote_builder = _remote_builder(sock)
+        kernels.remote_builder = lambda request: _ask_worker_to_build(
+            sock, {"language": request.language, "source": request.source, "flags": list(request.flags)})
         _install_load_inline_shim(sock)
         kernels.cuda_compile_only = job.mode == "compile"
         if job.mode == "interpret":
