@@ -55,6 +55,8 @@ def _watched() -> dict[str, dict]:
     spaces["torch.Tensor"] = dict(vars(torch.Tensor))
     spaces["torch.nn.Module"] = dict(vars(torch.nn.Module))
     spaces["torch.UntypedStorage"] = dict(vars(torch.UntypedStorage))
+    # The GPU timer's class: the judge binds its methods early, but a candidate patching it is tampering.
+    spaces["torch.cuda.Event"] = dict(vars(torch.cuda.Event))
     for cls in _WATCHED_CLASSES:
         spaces[f"task.{cls.__name__}"] = dict(vars(cls))
     if "kernelgym_task" in sys.modules:
