@@ -77,6 +77,9 @@ class _Worker:
         extra = {
             "KERNELGYM_CACHE": str(self.pool.cache_root), "HOME": work_root, "TMPDIR": work_root,
             "OMP_NUM_THREADS": str(config.options.threads), "PYTHONDONTWRITEBYTECODE": "1",
+            # torch.cuda.is_available() (called by torch.utils.cpp_extension at import) asks NVML instead of
+            # initializing the CUDA driver, which would make every process forked from the worker unusable.
+            "PYTORCH_NVML_BASED_CUDA_CHECK": "1",
         }
         if self.pool.gpu and "CUDA_VISIBLE_DEVICES" not in os.environ:
             extra["CUDA_VISIBLE_DEVICES"] = str(self.index % max(1, self.pool.gpu_count))
@@ -133,9 +136,18 @@ class _Worker:
             self.stop()
             return _failed(job, Verdict.CRASH, f"worker_crash: the worker died ({type(exc).__name__}); it was replaced")
         self.tasks_done += 1
-        if self.tasks_done >= self.pool.config.max_tasks_per_worker:
+        if self.tasks_done >= self.pool.config.max_tasks_per_worker or _spoiled(result):
             self.stop()
         return result
+
+
+def _spoiled(result: EvalResult) -> bool:
+    """The worker's own process touched the CUDA driver (a bug of ours or of a library): forked processes
+    can no longer use the GPU, so the worker is replaced."""
+    return any(_SPOILED_FORK in reason for reason in result.reasons)
+
+
+_SPOILED_FORK = "Cannot re-initialize CUDA in forked subprocess"
 
 
 def _failed(job: EvalJob, verdict: Verdict, reason: str) -> EvalResult:
@@ -201,7 +213,10 @@ class EvalPool:
     def _run(self, job: EvalJob) -> EvalResult:
         worker = self._idle.get()
         try:
-            return worker.run(job)
+            result = worker.run(job)
+            if _spoiled(result):  # not the candidate's doing: judge it again in the replaced worker
+                result = worker.run(job)
+            return result
         except Exception as exc:  # e.g. a worker that cannot start: an answer, not a hang
             return _failed(job, Verdict.CRASH, f"worker_error: {type(exc).__name__}: {exc}")
         finally:

@@ -1,0 +1,40 @@
+"""A worker whose own process touched the CUDA driver is replaced, and the evaluation it spoiled runs again."""
+
+from kernelgym.evaluation.result import EvalResult, Verdict
+from kernelgym.workers import pool as pool_mod
+
+
+def test_a_spoiled_fork_is_recognised_only_by_its_exact_message():
+    spoiled = EvalResult("t", "cuda", "gpu", Verdict.RUNTIME_ERROR, [
+        "reference_failed: the task's reference raised RuntimeError: Cannot re-initialize CUDA in forked subprocess. "
+        "To use CUDA with multiprocessing, you must use the 'spawn' start method"])
+    assert pool_mod._spoiled(spoiled)
+    assert not pool_mod._spoiled(EvalResult("t", "cuda", "gpu", Verdict.RUNTIME_ERROR, ["forward_error: CUDA error"]))
+
+
+def test_the_pool_judges_a_spoiled_evaluation_again_in_a_fresh_worker(monkeypatch, relu_task, relu_solution):
+    with pool_mod.EvalPool(workers=1, gpu=False) as pool:
+        worker = pool._workers[0]
+        real_run = worker.run
+        calls = []
+
+        def run_once_spoiled(job):
+            calls.append(job.task_id)
+            if len(calls) == 1:
+                worker.stop()  # what run() does after a spoiled answer
+                return EvalResult(job.task_id, job.backend, job.size, Verdict.RUNTIME_ERROR,
+                                  ["reference_failed: RuntimeError: " + pool_mod._SPOILED_FORK])
+            return real_run(job)
+
+        monkeypatch.setattr(worker, "run", run_once_spoiled)
+        result = pool.evaluate(relu_task, relu_solution, backend="cpp")
+    assert len(calls) == 2
+    assert result.verdict is Verdict.OK, result.reasons
+
+
+def test_workers_check_cuda_through_nvml_so_forks_stay_usable(relu_task, relu_solution):
+    with pool_mod.EvalPool(workers=1, gpu=False) as pool:
+        pool.evaluate(relu_task, relu_solution, backend="cpp")
+        pid = pool._workers[0].process.pid
+        env = open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
+    assert b"PYTORCH_NVML_BASED_CUDA_CHECK=1" in env
