@@ -34,8 +34,8 @@ def glu_linear_kernel(x_ptr, w_ptr, b_ptr, y_ptr, M, H, K,
         a = tl.load(x_ptrs, mask=m_ok[:, None] & k_ok[None, :], other=0.0)
         wg = tl.load(wg_ptrs, mask=k_ok[:, None] & n_ok[None, :], other=0.0)
         wv = tl.load(wv_ptrs, mask=k_ok[:, None] & n_ok[None, :], other=0.0)
-        acc_g += tl.dot(a, wg, input_precision="ieee")
-        acc_v += tl.dot(a, wv, input_precision="ieee")
+        acc_g += tl.dot(a, wg, input_precision="tf32x3")
+        acc_v += tl.dot(a, wv, input_precision="tf32x3")
         x_ptrs += BLOCK_K
         wg_ptrs += BLOCK_K
         wv_ptrs += BLOCK_K

@@ -39,7 +39,7 @@ def conv2d_mish_clamp_kernel(x_ptr, w_ptr, cb_ptr, y_ptr,
         a_mask = m_ok[:, None] & k_ok[None, :] & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
         a = tl.load(x_ptr + x_base[:, None] + (ci[None, :] * H + ih) * W + iw, mask=a_mask, other=0.0)
         b = tl.load(w_ptr + rn[None, :] * K + kk[:, None], mask=k_ok[:, None] & n_ok[None, :], other=0.0)
-        acc += tl.dot(a, b, input_precision="ieee")
+        acc += tl.dot(a, b, input_precision="tf32x3")
     cb = tl.load(cb_ptr + rn, mask=n_ok, other=0.0)
     v = acc + cb[None, :]
     # mish(v) = v * tanh(softplus(v)) = v * e(e+2) / (e(e+2) + 2) with e = exp(v); for large v it is v.

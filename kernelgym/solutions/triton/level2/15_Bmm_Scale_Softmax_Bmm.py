@@ -28,14 +28,14 @@ def flash_attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, S_q, S_k, D, qk_scale,
         c_ok = cols < S_k
         kv_mask = c_ok[:, None] & d_ok[None, :]
         kt = tl.load(k_base + rd[:, None] + cols[None, :] * D, mask=d_ok[:, None] & c_ok[None, :], other=0.0)
-        s = tl.dot(q, kt, input_precision="ieee")
+        s = tl.dot(q, kt, input_precision="tf32x3")
         s = tl.where(c_ok[None, :], s, float("-inf"))
         m_new = tl.maximum(m_i, tl.max(s, axis=1))
         alpha = tl.exp2(m_i - m_new)
         p = tl.exp2(s - m_new[:, None])
         l_i = l_i * alpha + tl.sum(p, axis=1)
         v = tl.load(v_base + cols[:, None] * D + rd[None, :], mask=kv_mask, other=0.0)
-        acc = acc * alpha[:, None] + tl.dot(p, v, input_precision="ieee")
+        acc = acc * alpha[:, None] + tl.dot(p, v, input_precision="tf32x3")
         m_i = m_new
     acc = acc / l_i[:, None]
     tl.store(o_ptr + b * S_q * D + rm[:, None] * D + rd[None, :], acc, mask=q_mask)

@@ -40,7 +40,7 @@ def conv2d_relu_bias_kernel(x_ptr, w_ptr, cb_ptr, eb_ptr, y_ptr,
         a_ptrs = x_ptr + x_base[:, None] + (ci[None, :] * H + ih) * W + iw
         a = tl.load(a_ptrs, mask=a_mask, other=0.0)
         b = tl.load(w_ptr + rn[None, :] * K + kk[:, None], mask=k_ok[:, None] & n_ok[None, :], other=0.0)
-        acc += tl.dot(a, b, input_precision="ieee")
+        acc += tl.dot(a, b, input_precision="tf32x3")
     cb = tl.load(cb_ptr + rn, mask=n_ok, other=0.0)
     eb = tl.load(eb_ptr + rn, mask=n_ok, other=0.0)
     out = tl.maximum(acc + cb[None, :], 0.0) + eb[None, :]

@@ -7,7 +7,7 @@ import triton.language as tl
 @triton.jit
 def linear_kernel(x_ptr, w_ptr, b_ptr, y_ptr, M, N, K,
                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
-    # y[M, N] = x[M, K] @ w[N, K]^T + b[N]   (fp32, ieee products)
+    # y[M, N] = x[M, K] @ w[N, K]^T + b[N]   (3xTF32 products: fp32 accuracy on tensor cores)
     pid = tl.program_id(0)
     grid_m = tl.cdiv(M, BLOCK_M)
     grid_n = tl.cdiv(N, BLOCK_N)
@@ -28,7 +28,7 @@ def linear_kernel(x_ptr, w_ptr, b_ptr, y_ptr, M, N, K,
         k_ok = rk + k0 < K
         a = tl.load(x_ptrs, mask=m_ok[:, None] & k_ok[None, :], other=0.0)
         b = tl.load(w_ptrs, mask=k_ok[:, None] & n_ok[None, :], other=0.0)
-        acc += tl.dot(a, b, input_precision="ieee")
+        acc += tl.dot(a, b, input_precision="tf32x3")
         x_ptrs += BLOCK_K
         w_ptrs += BLOCK_K
     acc += tl.load(b_ptr + rn, mask=n_ok, other=0.0)[None, :]
@@ -62,7 +62,7 @@ def mha_attention_kernel(qkv_ptr, o_ptr, S, H, D, E, qk_scale,
         c_ok = cols < S
         kt = tl.load(qkv_ptr + base + E + rd[:, None] + cols[None, :].to(tl.int64) * row_stride,
                      mask=d_ok[:, None] & c_ok[None, :], other=0.0)
-        s = tl.dot(q, kt, input_precision="ieee")
+        s = tl.dot(q, kt, input_precision="tf32x3")
         s = tl.where(c_ok[None, :], s, float("-inf"))
         m_new = tl.maximum(m_i, tl.max(s, axis=1))
         alpha = tl.exp2(m_i - m_new)
@@ -70,7 +70,7 @@ def mha_attention_kernel(qkv_ptr, o_ptr, S, H, D, E, qk_scale,
         l_i = l_i * alpha + tl.sum(p, axis=1)
         v = tl.load(qkv_ptr + base + 2 * E + cols[:, None].to(tl.int64) * row_stride + rd[None, :],
                     mask=c_ok[:, None] & d_ok[None, :], other=0.0)
-        acc = acc * alpha[:, None] + tl.dot(p, v, input_precision="ieee")
+        acc = acc * alpha[:, None] + tl.dot(p, v, input_precision="tf32x3")
         m_i = m_new
     acc = acc / l_i[:, None]
     o_base = b.to(tl.int64) * S * E + h * D

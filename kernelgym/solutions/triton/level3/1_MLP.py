@@ -30,7 +30,7 @@ def linear_kernel(x_ptr, w_ptr, b_ptr, y_ptr, M, N, K,
         k_ok = rk + k0 < K
         a = tl.load(x_ptrs, mask=m_ok[:, None] & k_ok[None, :], other=0.0)
         b = tl.load(w_ptrs, mask=k_ok[:, None] & n_ok[None, :], other=0.0)
-        acc += tl.dot(a, b, input_precision="ieee")
+        acc += tl.dot(a, b, input_precision="tf32x3")
         x_ptrs += BLOCK_K
         w_ptrs += BLOCK_K
     bias = tl.load(b_ptr + rn, mask=n_ok, other=0.0)
