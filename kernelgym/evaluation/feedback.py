@@ -57,7 +57,28 @@ def render_feedback(result: EvalResult, max_chars: int = 4000) -> str:
     if prof is not None and prof.coverage is not None:
         ops = ", ".join(f"{name} {ms:.3g} ms" for name, ms in prof.top_ops[:3])
         lines.append(f"Profile: {prof.coverage:.0%} of your time in your own kernels" + (f"; top PyTorch ops: {ops}" if ops else "") + ".")
+    if prof is not None and prof.kernels:
+        lines.append("Nsight Compute, your kernels by time:")
+        lines += [f"- {_kernel_line(k)}" for k in sorted(prof.kernels, key=lambda k: -(k.duration_us or 0))[:5]]
+    elif prof is not None and prof.ncu_note and result.verdict is Verdict.OK:
+        lines.append(prof.ncu_note + ".")
     if result.output_tail and result.verdict in (Verdict.RUNTIME_ERROR, Verdict.CRASH, Verdict.TIMEOUT):
         lines += ["Your program's output (tail):", result.output_tail[-800:]]
     text = "\n".join(lines)
     return text if len(text) <= max_chars else text[: max_chars - 20] + "\n... [truncated]"
+
+
+def _kernel_line(k) -> str:
+    def pct(value):
+        return "?" if value is None else f"{value:.0f}%"
+
+    spills = (k.local_load_instructions or 0) + (k.local_store_instructions or 0)
+    name = k.kernel.removeprefix("void ").split("(")[0][:60]
+    parts = [f"{name}: {k.duration_us:.4g} us" if k.duration_us is not None else name,
+             f"memory {pct(k.memory_throughput_pct)} / compute {pct(k.compute_throughput_pct)} of peak",
+             f"occupancy {pct(k.achieved_occupancy_pct)}"]
+    if k.registers_per_thread is not None:
+        parts.append(f"{k.registers_per_thread:.0f} registers/thread")
+    if spills:
+        parts.append(f"{spills:.0f} local-memory instructions (register spills?)")
+    return ", ".join(parts)

@@ -20,6 +20,8 @@ class EvalOptions:
     timing_budget_s: float = 4.0  # per side; stops early once spent (after at least 10 trials)
     warmup: int = 3
     profile: bool = True  # coverage and torch-compute check (CPU: cheap; GPU: torch.profiler)
+    ncu: bool = False  # GPU: Nsight Compute counters per kernel after an ok verdict (costs seconds; opt-in)
+    ncu_timeout_s: float = 60.0
     threshold: float = 1.0  # a verified speedup needs the interval's low end above this
     implausible_speedup: float = 5.0  # above this the timing is repeated and must reproduce
     reproduce_tolerance: float = 0.10

@@ -102,6 +102,28 @@ class Pipeline:
             self._candidate(job, child_job, _Judge(judge, atol, rtol, options.timeout_s), result, eval_dir, mode)
         finally:
             judge.close()
+        if options.ncu:
+            self._ncu(job, child_job, result, eval_dir, device)
+
+    def _ncu(self, job: EvalJob, child_job: ChildJob, result: EvalResult, eval_dir: str, device: str) -> None:
+        """Hardware counters per kernel, after the verdict (they inform; they never change it)."""
+        from kernelgym.evaluation import ncu
+        from kernelgym.workers.locks import device_lock
+
+        if result.profile is None:
+            result.profile = ProfileResult()
+        if device != "cuda":
+            result.profile.ncu_note = "ncu: Nsight Compute profiles GPU kernels; this evaluation ran on the CPU"
+            return
+        started = time.monotonic()
+        job_dir = os.path.join(eval_dir, "ncu")
+        os.mkdir(job_dir)
+        spec = {"task_source": job.task_source, "solution_source": job.solution_source, "dtype": job.dtype,
+                "init_seed": child_job.init_seed, "input_seed": child_job.trial_seeds[0], "perturb": job.perturb}
+        with device_lock(device):  # kernel replays would disturb another evaluation's timing
+            found, note = ncu.collect(job_dir, spec, self.sandbox, job.options.ncu_timeout_s)
+        result.profile.kernels, result.profile.ncu_note = found, note
+        result.stage_s["ncu"] = round(time.monotonic() - started, 3)
 
     def _placement(self, backend: backends.Backend) -> tuple[str, str]:
         if backend.device == "cuda" and self.has_gpu:

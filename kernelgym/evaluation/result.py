@@ -109,11 +109,27 @@ class TimingResult:
 
 
 @dataclass
+class KernelMetrics:
+    """Nsight Compute's counters for one kernel launch of the candidate (EvalOptions.ncu)."""
+
+    kernel: str
+    duration_us: float | None = None
+    memory_throughput_pct: float | None = None  # of the peak DRAM/L2/L1 throughput
+    compute_throughput_pct: float | None = None  # SM throughput, of peak
+    achieved_occupancy_pct: float | None = None  # active warps, of the maximum
+    registers_per_thread: float | None = None
+    local_load_instructions: float | None = None  # local memory traffic: register spills (or local arrays)
+    local_store_instructions: float | None = None
+
+
+@dataclass
 class ProfileResult:
     coverage: float | None = None  # share of the candidate's time spent in kernels it built
     own_kernel_calls: int = 0
     top_ops: list[tuple[str, float]] = field(default_factory=list)  # (op or kernel name, ms)
     heavy_torch_ops: list[str] = field(default_factory=list)
+    kernels: list[KernelMetrics] = field(default_factory=list)  # with EvalOptions.ncu, where ncu works
+    ncu_note: str = ""  # what the ncu pass did, or why it gave nothing
 
 
 @dataclass
@@ -194,6 +210,7 @@ class EvalResult:
             }),
             profile=None if profile is None else ProfileResult(**{
                 **profile, "top_ops": [tuple(op) for op in profile.get("top_ops", [])],
+                "kernels": [KernelMetrics(**k) for k in profile.get("kernels", [])],
             }),
             output_tail=data.get("output_tail", ""), wall_s=data.get("wall_s", 0.0),
             stage_s=dict(data.get("stage_s", {})),

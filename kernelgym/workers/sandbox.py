@@ -25,7 +25,8 @@ class SandboxConfig:
 def enter(eval_dir: str, output_fd: int, config: SandboxConfig, uses_gpu: bool) -> list[str]:
     """Apply the sandbox; returns notes on what could not be applied (they go into the result's warnings)."""
     notes: list[str] = []
-    os.setsid()  # own process group: a timeout kills everything the candidate started
+    if os.getsid(0) != os.getpid():
+        os.setsid()  # own process group: a timeout kills everything the candidate started
     os.dup2(output_fd, 1)
     os.dup2(output_fd, 2)
     os.chdir(eval_dir)

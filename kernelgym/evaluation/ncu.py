@@ -1,0 +1,124 @@
+"""Nsight Compute metrics per kernel (opt-in: EvalOptions.ncu), where `ncu` works on the host.
+
+After a candidate has passed the judge, one more sandboxed process runs one forward call under
+`ncu --profile-from-start off` (only that call is profiled, not the reference or the warm-up) and the
+hardware counters of each of its kernels come back: memory and compute throughput as % of peak, achieved
+occupancy, registers per thread and local-memory (spill) traffic. The metrics only inform the agent: a failure
+here never changes the verdict, it becomes a note.
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+from kernelgym.evaluation.result import KernelMetrics
+
+# KernelMetrics field -> ncu metric, in order of preference (names differ between ncu versions).
+METRICS: dict[str, tuple[str, ...]] = {
+    "duration_us": ("gpu__time_duration.sum",),
+    "memory_throughput_pct": ("gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",),
+    "compute_throughput_pct": ("sm__throughput.avg.pct_of_peak_sustained_elapsed",),
+    "achieved_occupancy_pct": ("sm__warps_active.avg.pct_of_peak_sustained_active",),
+    "registers_per_thread": ("launch__registers_per_thread",),
+    "local_load_instructions": ("smsp__sass_inst_executed_op_local_ld.sum", "smsp__inst_executed_op_local_ld.sum"),
+    "local_store_instructions": ("smsp__sass_inst_executed_op_local_st.sum", "smsp__inst_executed_op_local_st.sum"),
+}
+MAX_KERNELS = 64  # launches profiled from the one forward call
+
+
+def ncu_path() -> str | None:
+    return shutil.which("ncu")
+
+
+@functools.lru_cache(maxsize=1)
+def available_metrics() -> frozenset[str]:
+    """Base names of the metrics this host's ncu and GPU support (empty if the query fails)."""
+    path = ncu_path()
+    if path is None:
+        return frozenset()
+    try:
+        out = subprocess.run([path, "--query-metrics", "--csv"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return frozenset()
+    names = set()
+    for row in csv.reader(io.StringIO(out.stdout)):
+        if row and not row[0].startswith("=="):
+            names.add(row[0].strip().strip('"'))
+    return frozenset(names)
+
+
+def chosen_metrics(available: frozenset[str]) -> dict[str, str]:
+    """Field -> the first of its metrics that the host supports (all of them when the query gave nothing)."""
+    chosen = {}
+    for name, options in METRICS.items():
+        for metric in options:
+            if not available or metric.split(".")[0] in available:
+                chosen[name] = metric
+                break
+    return chosen
+
+
+def command(ncu: str, metrics: dict[str, str], job_dir: str) -> list[str]:
+    return [ncu, "--profile-from-start", "off", "--clock-control", "none", "--target-processes", "all",
+            "--csv", "--page", "details", "--print-units", "base", "--launch-count", str(MAX_KERNELS),
+            "--metrics", ",".join(sorted(set(metrics.values()))),
+            sys.executable, "-m", "kernelgym.workers.ncu_child", job_dir]
+
+
+def parse(text: str, metrics: dict[str, str]) -> list[KernelMetrics]:
+    """ncu's `--csv --page details` output: one row per (kernel launch, metric)."""
+    start = next((i for i, line in enumerate(text.splitlines()) if line.startswith('"ID"')), None)
+    if start is None:
+        return []
+    by_metric = {metric: name for name, metric in metrics.items()}
+    launches: dict[str, KernelMetrics] = {}
+    for row in csv.DictReader(io.StringIO("\n".join(text.splitlines()[start:]))):
+        launch_id, kernel = row.get("ID"), row.get("Kernel Name")
+        name = by_metric.get(row.get("Metric Name", ""))
+        if launch_id is None or kernel is None:
+            continue
+        entry = launches.setdefault(launch_id, KernelMetrics(kernel=kernel))
+        if name is None:
+            continue
+        value = _number(row.get("Metric Value", ""))
+        if value is not None and name == "duration_us":
+            value = value / 1e3 if row.get("Metric Unit", "") in ("ns", "nsecond") else value
+        setattr(entry, name, value)
+    return list(launches.values())
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text.replace(",", ""))
+    except ValueError:
+        return None
+
+
+def collect(job_dir: str, job: dict, sandbox, timeout_s: float) -> tuple[list[KernelMetrics], str]:
+    """Run the profiled forward call; (kernels, note). The note says why there are none, or what it cost."""
+    ncu = ncu_path()
+    if ncu is None:
+        return [], "ncu: Nsight Compute is not on this host's PATH"
+    metrics = chosen_metrics(available_metrics())
+    with open(os.path.join(job_dir, "job.json"), "w") as f:
+        json.dump({**job, "sandbox": sandbox.__dict__}, f)
+    started = time.monotonic()
+    try:
+        out = subprocess.run(command(ncu, metrics, job_dir), capture_output=True, text=True, timeout=timeout_s,
+                             start_new_session=True)
+    except subprocess.TimeoutExpired:
+        return [], f"ncu: profiling ran past {timeout_s:.0f} s"
+    spent = time.monotonic() - started
+    kernels = parse(out.stdout, metrics)
+    if not kernels:
+        errors = [ln for ln in (out.stdout + out.stderr).splitlines() if "ERROR" in ln or "WARNING" in ln]
+        return [], f"ncu: no kernel was profiled (exit {out.returncode}){': ' + errors[0][:200] if errors else ''}"
+    return kernels, f"ncu: {len(kernels)} kernel launch(es) profiled in {spent:.1f} s"
