@@ -1,5 +1,5 @@
 """A plain KernelBench-style evaluation, for comparison: one fresh process, the solution imported in the same
-process as the reference, 5 correctness trials, then 100 timed trials with CUDA events on the current stream
+process as the reference, 5 correctness trials (atol = rtol = 1e-2, as KernelBench), then 100 timed trials with CUDA events on the current stream
 (or a wall clock on the CPU). Prints one JSON line. Usage: python harness.py TASK_FILE SOLUTION_FILE DEVICE
 """
 
@@ -35,7 +35,7 @@ def main(task_path, solution_path, device):
         for trial in range(5):
             torch.manual_seed(trial)
             inputs = [x.to(device) for x in task.get_inputs()]
-            correct &= torch.allclose(ref(*inputs), new(*inputs), atol=1e-4, rtol=1e-4)
+            correct &= torch.allclose(ref(*inputs), new(*inputs), atol=1e-2, rtol=1e-2)
         times = {}
         for name, model in (("ref", ref), ("new", new)):
             samples = []

@@ -1,0 +1,313 @@
+"""kernelgym against a plain KernelBench-style evaluation on one GPU, in one run (writes RESULTS.md).
+
+    python benchmarks/gpu_results.py [--repeats 4] [--workers 4] [--out benchmarks/RESULTS.md]
+
+1. Wall time per evaluation, cold (a source never built) and warm (the same source again), for a
+   KernelBench-format load_inline solution, the lean CUDA form and Triton.
+2. For the same solutions: the speedup each path measures, their agreement, and the repeat-to-repeat
+   coefficient of variation of kernelgym's speedup.
+3. Throughput: a batch of new candidates through a pool of several workers on one GPU (builds overlap,
+   timing holds the device lock), as evaluations per minute and the share of the wall time the timing slot
+   was busy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+import kernelgym
+from kernelgym.solutions import examples
+from kernelgym.tasks import bundled
+
+HERE = Path(__file__).parent
+HARNESS = HERE / "kernelbench_style" / "harness.py"
+# Tasks large enough that a launch is well past launch overhead at the gpu size.
+AGREEMENT = [("cuda", "L1/10_Softmax"), ("cuda", "L1/16_RMSNorm"), ("cuda", "L1/2_Matmul_Square"),
+             ("triton", "L1/15_LayerNorm"), ("triton", "L2/1_Gemm_BiasAdd_ReLU")]
+
+
+@dataclass
+class Solution:
+    label: str
+    backend: str
+    task_id: str
+    path: Path  # the file both paths evaluate
+
+    @property
+    def source(self) -> str:
+        return self.path.read_text()
+
+
+def example_solution(backend: str, task_id: str) -> Solution:
+    example = next(e for e in examples(backend) if e.task_id.endswith(task_id))
+    return Solution(f"{backend} {task_id}", backend, task_id, Path(example.path))
+
+
+def fresh(source: str) -> str:
+    """The same solution with a unique comment inside its kernel source, so no cache has it."""
+    marker = f"// fresh {uuid.uuid4().hex}\n"
+    for opener in ('r"""\n', 'r"""'):
+        if opener in source:
+            return source.replace(opener, opener + marker, 1)
+    return f"# fresh {uuid.uuid4().hex}\n" + source
+
+
+def task_file(task_id: str) -> Path:
+    path = Path(tempfile.gettempdir()) / f"kg_results_{task_id.replace('/', '_')}.py"
+    path.write_text(bundled().get(task_id).source_at("gpu"))
+    return path
+
+
+def kernelbench_style(solution: Solution, source: str, caches: Path) -> dict:
+    """One fresh process: import, 5 correctness trials, 100 timed trials per side (CUDA events, mean)."""
+    path = caches / f"solution_{uuid.uuid4().hex[:8]}.py"
+    path.write_text(source)
+    env = {**os.environ, "TORCH_EXTENSIONS_DIR": str(caches / "torch_ext"), "KERNELGYM_CACHE": str(caches / "kg")}
+    started = time.perf_counter()
+    out = subprocess.run([sys.executable, str(HARNESS), str(task_file(solution.task_id)), str(path), "cuda"],
+                         capture_output=True, text=True, env=env, timeout=300)
+    wall = time.perf_counter() - started
+    if out.returncode != 0:
+        return {"wall_s": wall, "error": out.stderr[-800:]}
+    return {"wall_s": wall, **json.loads(out.stdout.strip().splitlines()[-1])}
+
+
+def kernelgym_eval(pool, solution: Solution, source: str) -> dict:
+    started = time.perf_counter()
+    result = pool.evaluate(bundled().get(solution.task_id), source, backend=solution.backend, size="gpu")
+    wall = time.perf_counter() - started
+    timed = result.stage_s.get("timing", 0.0) + result.stage_s.get("profile", 0.0)
+    return {"wall_s": wall, "verdict": result.verdict.value, "speedup": result.speedup, "harness_s": wall - timed,
+            "stage_s": result.stage_s, "reasons": result.reasons[:1]}
+
+
+def wall_times(pool, solutions: list[Solution], caches: Path) -> list[dict]:
+    rows = []
+    for solution in solutions:
+        new = fresh(solution.source)
+        ours = [kernelgym_eval(pool, solution, new) for _ in range(2)]  # cold, then warm
+        cache = Path(tempfile.mkdtemp(dir=caches))
+        theirs = [kernelbench_style(solution, new, cache) for _ in range(2)]  # cold, then warm (same caches)
+        rows.append({"solution": solution.label, "kernelgym": ours, "kernelbench_style": theirs})
+        print("wall", solution.label, json.dumps(rows[-1]), flush=True)
+    return rows
+
+
+def agreement(pool, solutions: list[Solution], repeats: int, caches: Path) -> list[dict]:
+    rows = []
+    for solution in solutions:
+        source = solution.source
+        ours = [kernelgym_eval(pool, solution, source) for _ in range(repeats)]
+        theirs = kernelbench_style(solution, source, caches)
+        speedups = [r["speedup"] for r in ours if r["speedup"]]
+        rows.append({"solution": solution.label, "kernelgym_speedups": speedups, "kernelbench_style": theirs,
+                     "verdicts": [r["verdict"] for r in ours]})
+        print("agree", solution.label, json.dumps(rows[-1]), flush=True)
+    return rows
+
+
+def ncu_cost(pool) -> list[dict]:
+    """The opt-in Nsight Compute pass: what it adds to an evaluation. With the default sandbox the profiled
+    process runs as `nobody` when kernelgym runs as root; if that gives no counters, the same without the
+    privilege drop, to tell the two causes apart."""
+    from kernelgym.workers.sandbox import SandboxConfig
+
+    rows = _ncu_rows(pool, "default sandbox")
+    if not any(row["kernels"] for row in rows):
+        with kernelgym.EvalPool(workers=1, sandbox=SandboxConfig(drop_privileges=False)) as privileged:
+            rows += _ncu_rows(privileged, "no privilege drop")
+    return rows
+
+
+def _ncu_rows(pool, label: str) -> list[dict]:
+    rows = []
+    for backend in ("cuda", "triton"):
+        solution = example_solution(backend, "L1/1_ReLU")
+        task = bundled().get(solution.task_id)
+        plain = pool.evaluate(task, solution.source, backend=backend, size="gpu")
+        profiled = pool.evaluate(task, solution.source, backend=backend, size="gpu", ncu=True)
+        kernels = profiled.profile.kernels if profiled.profile else []
+        rows.append({"solution": f"{solution.label} ({label})", "plain_s": plain.wall_s, "ncu_s": profiled.wall_s,
+                     "ncu_stage_s": profiled.stage_s.get("ncu"), "verdict": profiled.verdict.value,
+                     "note": profiled.profile.ncu_note if profiled.profile else "; ".join(profiled.reasons)[:300],
+                     "kernels": [k.__dict__ for k in kernels[:3]]})
+        print("ncu", json.dumps(rows[-1]), flush=True)
+    return rows
+
+
+def throughput(solutions: list[Solution], workers: int, copies: int) -> dict:
+    """`copies` new sources of each solution (each needs its own build) through a pool of `workers`."""
+    jobs = [(s, fresh(s.source)) for s in solutions for _ in range(copies)]
+    with kernelgym.EvalPool(workers=workers) as pool:
+        pool.evaluate(bundled().get(solutions[0].task_id), solutions[0].source, backend=solutions[0].backend,
+                      size="gpu")  # workers up, one-time imports done
+        started = time.perf_counter()
+        futures = [pool.submit(bundled().get(s.task_id), src, backend=s.backend, size="gpu") for s, src in jobs]
+        results = [f.result() for f in futures]
+        wall = time.perf_counter() - started
+    slot_s = sum(r.stage_s.get("timing", 0.0) + r.stage_s.get("profile", 0.0) for r in results)
+    serial_s = sum(r.wall_s for r in results)
+    return {"workers": workers, "evaluations": len(results), "wall_s": wall,
+            "per_minute": 60 * len(results) / wall, "timing_slot_busy": slot_s / wall,
+            "sum_of_evaluation_walls_s": serial_s, "verdicts": [r.verdict.value for r in results]}
+
+
+def _median(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def _fmt(value, digits=2):
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def report(args, data: dict) -> str:
+    walls, agree, through, ncu_rows = data["wall"], data["agreement"], data["throughput"], data["ncu"]
+    lines = [
+        "# kernelgym vs a KernelBench-style evaluation on one GPU",
+        "",
+        f"- date: {datetime.date.today()}; machine: {torch.cuda.get_device_name()}, {os.cpu_count()} cores; "
+        f"python {platform.python_version()}, torch {torch.__version__}, triton {_triton_version()}, "
+        f"kernelgym {kernelgym.__version__}",
+        f"- command: `python benchmarks/gpu_results.py --repeats {args.repeats} --workers {args.workers}` "
+        "(through `bash benchmarks/gpu_run.sh results` on the H200 host)",
+        "- KernelBench-style: `benchmarks/kernelbench_style/harness.py`, a fresh process per evaluation that imports "
+        "the solution next to the reference, runs 5 correctness trials, then 100 timed trials per side with CUDA "
+        "events (mean); its caches (torch extensions, kernelgym's native builds) start empty for the cold run.",
+        "- kernelgym: one warm pool of 1 worker; the full judge (static check, reference process, sandboxed "
+        "candidate, 5 correctness trials, interleaved timing with L2 flush and whole-device sync, spot checks, "
+        "profile). Harness = wall time less the timing and profile stages.",
+        "",
+        "## Wall time per evaluation (seconds)",
+        "",
+        "| solution | kernelgym cold | kernelgym warm | kernelgym warm harness | KB-style cold | KB-style warm | kernelgym verdict |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for row in walls:
+        ours, theirs = row["kernelgym"], row["kernelbench_style"]
+        lines.append(f"| {row['solution']} | {_fmt(ours[0]['wall_s'])} | {_fmt(ours[1]['wall_s'])} | "
+                     f"{_fmt(ours[1]['harness_s'])} | {_kb(theirs[0])} | {_kb(theirs[1])} | "
+                     f"{ours[1]['verdict']} |")
+    lines += ["", "Stages of the cold kernelgym evaluations: " + "; ".join(
+        f"{row['solution']}: {json.dumps(row['kernelgym'][0]['stage_s'])}" for row in walls), ""]
+    lines += [
+        "## Speedup agreement and repeatability",
+        "",
+        f"kernelgym: median over {args.repeats} evaluations of the same file (each with fresh hidden inputs); "
+        "CV = standard deviation / mean of those speedups. KB-style: one run, mean times.",
+        "",
+        "| solution | kernelgym speedup | CV | KB-style speedup | difference | KB-style correct |",
+        "|---|---|---|---|---|---|",
+    ]
+    diffs, cvs = [], []
+    for row in agree:
+        sp = row["kernelgym_speedups"]
+        ours = _median(sp)
+        cv = statistics.pstdev(sp) / statistics.mean(sp) if len(sp) > 1 else None
+        theirs = row["kernelbench_style"].get("speedup")
+        diff = (ours / theirs - 1) if ours and theirs else None
+        if diff is not None:
+            diffs.append(abs(diff))
+        if cv is not None:
+            cvs.append(cv)
+        lines.append(f"| {row['solution']} | {_fmt(ours, 3)} | {_fmt(cv and 100 * cv, 2)}% | {_fmt(theirs, 3)} | "
+                     f"{_fmt(diff and 100 * diff, 1)}% | {row['kernelbench_style'].get('correct', 'error')} |")
+    if diffs:
+        lines += ["", f"Median |difference| {100 * statistics.median(diffs):.1f}%, largest {100 * max(diffs):.1f}%; "
+                      f"within 5% for {sum(d <= 0.05 for d in diffs)}/{len(diffs)}. "
+                      f"Median CV {100 * statistics.median(cvs):.2f}%, largest {100 * max(cvs):.2f}%; "
+                      f"at most 2% for {sum(c <= 0.02 for c in cvs)}/{len(cvs)}."]
+    if through:
+        lines += [
+            "",
+            "## Throughput on one GPU",
+            "",
+            f"{through['evaluations']} new candidates (each its own build) through a pool of {through['workers']} "
+            f"workers: {through['wall_s']:.1f} s wall, **{through['per_minute']:.1f} evaluations per minute**; the "
+            f"timing slot (device lock, held for timing and profiling) was busy {100 * through['timing_slot_busy']:.0f}% "
+            f"of the wall time. The same evaluations one at a time would take about "
+            f"{through['sum_of_evaluation_walls_s']:.1f} s (sum of their walls). Verdicts: {_counts(through['verdicts'])}.",
+            "",
+        ]
+    lines += ["", "## Nsight Compute pass (opt-in: `ncu=True`)", "",
+              "| solution | evaluation s | with ncu s | ncu stage s | note | first kernel |", "|---|---|---|---|---|---|"]
+    for row in ncu_rows:
+        first = row["kernels"][0] if row["kernels"] else {}
+        summary = (f"{first.get('kernel', '')[:40]}: mem {_fmt(first.get('memory_throughput_pct'), 0)}%, "
+                   f"sm {_fmt(first.get('compute_throughput_pct'), 0)}%, occ {_fmt(first.get('achieved_occupancy_pct'), 0)}%, "
+                   f"{_fmt(first.get('registers_per_thread'), 0)} regs") if first else "-"
+        lines.append(f"| {row['solution']} | {_fmt(row['plain_s'])} | {_fmt(row['ncu_s'])} | {_fmt(row['ncu_stage_s'])} "
+                     f"| {row['note'].replace('|', '/')} | {summary} |")
+    return "\n".join(lines) + "\n"
+
+
+def _kb(run: dict) -> str:
+    return f"{run['wall_s']:.2f}" + (" (failed)" if "error" in run else "")
+
+
+def _counts(verdicts: list[str]) -> str:
+    return ", ".join(f"{v} {verdicts.count(v)}" for v in sorted(set(verdicts)))
+
+
+def _triton_version() -> str:
+    try:
+        import triton
+
+        return triton.__version__
+    except ImportError:
+        return "-"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--copies", type=int, default=2, help="new sources per solution in the throughput batch")
+    parser.add_argument("--out", default=str(HERE / "RESULTS.md"))
+    args = parser.parse_args()
+    if not torch.cuda.is_available():
+        sys.exit("gpu_results.py needs a CUDA GPU")
+    caches = Path(tempfile.mkdtemp(prefix="kg-results-"))
+    load_inline = Solution("cuda L1/1_ReLU (KernelBench format, load_inline)", "cuda", "L1/1_ReLU",
+                           HERE / "kernelbench_style" / "relu_cuda_load_inline.py")
+    agree_set = [example_solution(b, t) for b, t in AGREEMENT]
+    data = {"wall": [], "agreement": [], "throughput": None, "ncu": []}
+
+    def save() -> None:  # after every phase: a run cut short still leaves what it measured
+        Path(args.out).with_suffix(".json").write_text(json.dumps(data, indent=1))
+        Path(args.out).write_text(report(args, data))
+
+    # Cheapest and most important first; the KernelBench-format build (tens of seconds) last.
+    with kernelgym.EvalPool(workers=1) as pool:
+        pool.evaluate(bundled().get("L1/1_ReLU"), example_solution("cuda", "L1/1_ReLU").source, backend="cuda", size="gpu")  # warm the pool
+        data["wall"] += wall_times(pool, [example_solution("cuda", "L1/1_ReLU"), example_solution("triton", "L1/1_ReLU")], caches)
+        save()
+        data["agreement"] = agreement(pool, agree_set, args.repeats, caches)
+        save()
+        data["ncu"] = ncu_cost(pool)
+        save()
+    data["throughput"] = throughput(agree_set, args.workers, args.copies)
+    print("throughput", json.dumps(data["throughput"]), flush=True)
+    save()
+    with kernelgym.EvalPool(workers=1) as pool:
+        data["wall"] += wall_times(pool, [load_inline], caches)
+    save()
+    print(Path(args.out).read_text())
+
+
+if __name__ == "__main__":
+    main()

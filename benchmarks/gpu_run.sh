@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Everything kernelgym runs on the H200 host, in one call: the gpu tests, the GPU benchmarks and a replay bench.
+#   bash benchmarks/gpu_run.sh [STEP ...]     steps: env tests results bench (default: all)
+# Knobs: TESTS_K (a pytest -k filter), TESTS_S / RESULTS_S / BENCH_S (step time limits), REPEATS, BENCH_BACKENDS.
+# Logs and results go to $OUT (the device tool brings that folder back), at most 8 files.
+set -uo pipefail
+OUT=${OUT:-/tmp/kernelgym-gpu-out}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0}
+steps=${*:-env tests results bench}
+has() { [[ " $steps " == *" $1 "* ]]; }
+started=$(date +%s)
+stamp() { echo "== $1 at +$(( $(date +%s) - started )) s" | tee -a "$OUT/steps.log"; }
+
+if has env; then
+  stamp env
+  { date -u; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv
+    python3 -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__, torch.cuda.get_device_name())'
+    nvcc --version | tail -2; ncu --version | tail -1; git rev-parse HEAD 2>/dev/null; } >> "$OUT/steps.log" 2>&1
+fi
+if has tests; then
+  stamp tests
+  timeout ${TESTS_S:-330} python3 -m pytest -m gpu tests -q -rA -s -p no:cacheprovider ${TESTS_K:+-k "$TESTS_K"} 2>&1 | tail -c 400000 > "$OUT/pytest.log"
+  tail -5 "$OUT/pytest.log" | tee -a "$OUT/steps.log"
+fi
+if has results; then
+  stamp results
+  timeout ${RESULTS_S:-330} python3 benchmarks/gpu_results.py --repeats ${REPEATS:-3} --out "$OUT/RESULTS.md" > "$OUT/results.log" 2>&1
+  echo "results rc=$?" | tee -a "$OUT/steps.log"
+fi
+if has bench; then
+  stamp bench
+  for backend in ${BENCH_BACKENDS:-triton cuda}; do
+    timeout ${BENCH_S:-120} python3 -m kernelgym.cli bench --env KernelGym-v0 --policy "replay:$backend+cheats" --backend "$backend" \
+      --size gpu --concurrency 2 --out "/tmp/bench_$backend" >> "$OUT/bench.log" 2>&1
+    echo "bench $backend rc=$?" | tee -a "$OUT/steps.log"
+  done
+  tar -czf "$OUT/bench.tgz" -C /tmp $(for b in ${BENCH_BACKENDS:-triton cuda}; do echo "bench_$b"; done) 2>/dev/null
+fi
+stamp done
