@@ -96,10 +96,23 @@ class Pipeline:
         atol, rtol = tolerance(job.dtype, job.atol, job.rtol)
         child_job = self._child_job(job, device, mode)
         started = time.monotonic()
-        judge = self._start_reference(child_job, eval_dir, options)
+        reference = self._spawn(run_reference, child_job, eval_dir, "reference")
+        # The candidate's process starts (fork, sandbox, CUDA context) while the reference computes; it waits
+        # for "go" before it times anything, so the two never share the device while one is measured.
+        candidate = self._spawn(run_candidate, child_job, eval_dir, "candidate")
+        try:
+            judge = self._await_reference(reference, child_job, options)
+        except _Outcome:
+            candidate.close()
+            raise
         result.stage_s["reference"] = round(time.monotonic() - started, 3)
         try:
-            self._candidate(job, child_job, _Judge(judge, atol, rtol, options.timeout_s), result, eval_dir, mode)
+            if child_job.timing:
+                try:
+                    candidate.send("go")
+                except Died:  # it already ended; the session reads why
+                    pass
+            self._candidate(job, child_job, _Judge(judge, atol, rtol, options.timeout_s), result, candidate, mode)
         finally:
             judge.close()
         if options.ncu:
@@ -199,10 +212,12 @@ class Pipeline:
         result.timing.reference = stats([eager_ms])
 
     # reference -------------------------------------------------------------------------------------------
-    def _start_reference(self, child_job: ChildJob, eval_dir: str, options: EvalOptions) -> EvalProcess:
-        ref_dir = os.path.join(eval_dir, "reference")
-        os.mkdir(ref_dir)
-        child = EvalProcess(run_reference, child_job, ref_dir, self.sandbox, child_job.device == "cuda")
+    def _spawn(self, target, child_job: ChildJob, eval_dir: str, name: str) -> EvalProcess:
+        folder = os.path.join(eval_dir, name)
+        os.mkdir(folder)
+        return EvalProcess(target, child_job, folder, self.sandbox, child_job.device == "cuda")
+
+    def _await_reference(self, child: EvalProcess, child_job: ChildJob, options: EvalOptions) -> EvalProcess:
         deadline = time.monotonic() + options.timeout_s + 60
         try:
             child.recv(deadline)  # hello
@@ -227,11 +242,8 @@ class Pipeline:
             raise
 
     # candidate -------------------------------------------------------------------------------------------
-    def _candidate(self, job, child_job, judge, result, eval_dir, mode) -> None:
+    def _candidate(self, job, child_job, judge, result, child: EvalProcess, mode) -> None:
         options = job.options
-        cand_dir = os.path.join(eval_dir, "candidate")
-        os.mkdir(cand_dir)
-        child = EvalProcess(run_candidate, child_job, cand_dir, self.sandbox, child_job.device == "cuda")
         session = _Session(self, child, job, child_job, judge, result, mode)
         try:
             session.converse(options)

@@ -315,6 +315,12 @@ class _Launches:
                 fn.run = run
 
 
+def _wait_for_go(sock: socket.socket) -> None:
+    kind, _, _ = protocol.recv(sock)
+    if kind != "go":
+        raise RuntimeError(f"protocol: expected 'go' from the judge, got {kind!r}")
+
+
 def _ask_worker_to_build(sock: socket.socket, meta: dict):
     """Send a build request to the trusted worker; the path of the finished artifact, or BuildError."""
     from pathlib import Path
@@ -355,6 +361,7 @@ def run_candidate(job: ChildJob, sock: socket.socket, eval_dir: str) -> None:
             timer = timing_mod.Timer(job.device)
             sets = [make_inputs(task, s, p, job.perturb, dtype, job.device)
                     for s, p in list(zip(job.trial_seeds, job.perturbed))[:INPUT_SETS_FOR_TIMING]]
+            _wait_for_go(sock)  # the reference process has finished with the device
             with torch.no_grad():
                 pre_ref_times = timing_mod.measure_alone(
                     timer, lambda k: reference(*sets[k]), len(sets),
