@@ -15,9 +15,11 @@ import io
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from kernelgym.evaluation.result import KernelMetrics
 
@@ -111,14 +113,37 @@ def collect(job_dir: str, job: dict, sandbox, timeout_s: float) -> tuple[list[Ke
     with open(os.path.join(job_dir, "job.json"), "w") as f:
         json.dump({**job, "sandbox": sandbox.__dict__}, f)
     started = time.monotonic()
+    proc = subprocess.Popen(command(ncu, metrics, job_dir), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
     try:
-        out = subprocess.run(command(ncu, metrics, job_dir), capture_output=True, text=True, timeout=timeout_s,
-                             start_new_session=True)
+        stdout, stderr = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
+        _kill(proc, job_dir)
         return [], f"ncu: profiling ran past {timeout_s:.0f} s"
     spent = time.monotonic() - started
-    kernels = parse(out.stdout, metrics)
+    kernels = parse(stdout, metrics)
     if not kernels:
-        errors = [ln for ln in (out.stdout + out.stderr).splitlines() if "ERROR" in ln or "WARNING" in ln]
-        return [], f"ncu: no kernel was profiled (exit {out.returncode}){': ' + errors[0][:200] if errors else ''}"
+        errors = [ln for ln in (stdout + stderr).splitlines() if "ERROR" in ln or "WARNING" in ln]
+        return [], f"ncu: no kernel was profiled (exit {proc.returncode}){': ' + errors[0][:200] if errors else ''}"
     return kernels, f"ncu: {len(kernels)} kernel launch(es) profiled in {spent:.1f} s"
+
+
+def _kill(proc: subprocess.Popen, job_dir: str) -> None:
+    """ncu's process group, and the profiled process, which left it for a session of its own (sandbox)."""
+    for group in (proc.pid, _child_pid(job_dir)):
+        if group:
+            try:
+                os.killpg(group, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+    # Not communicate(): a survivor holding the pipes would block it forever.
+    for pipe in (proc.stdout, proc.stderr):
+        pipe.close()
+    proc.wait(timeout=10)
+
+
+def _child_pid(job_dir: str) -> int | None:
+    try:
+        return int(Path(job_dir, "child.pid").read_text())
+    except (OSError, ValueError):
+        return None

@@ -33,6 +33,7 @@ def _cached_extension(request):
 
 def main(job_dir: str) -> int:
     job = json.loads(Path(job_dir, "job.json").read_text())
+    Path(job_dir, "child.pid").write_text(str(os.getpid()))  # the sandbox gives it a session of its own
     import torch
 
     from kernelgym.workers.sandbox import SandboxConfig, enter

@@ -1,5 +1,7 @@
 """The Nsight Compute pass: its command, the parsing of ncu's CSV, and what the result and feedback say."""
 
+from pathlib import Path
+
 from kernelgym.evaluation import ncu
 from kernelgym.evaluation.result import EvalResult, KernelMetrics, ProfileResult, Verdict
 from kernelgym.solutions import examples
@@ -74,3 +76,70 @@ def test_ncu_on_a_machine_without_gpu_is_a_note_not_a_failure(pool):
     assert result.verdict is Verdict.OK
     assert result.profile.kernels == [] and "ran on the CPU" in result.profile.ncu_note
     assert "ran on the CPU" in result.to_feedback()
+
+
+FAKE_NCU = r'''#!/usr/bin/env python3
+# Stands in for Nsight Compute: prints a table, or starts a "profiled" process that never ends.
+import os, subprocess, sys, time
+if "--query-metrics" in sys.argv:
+    sys.exit(0)
+job_dir = sys.argv[-1]
+if os.environ["FAKE_NCU_MODE"] == "table":
+    print(open(os.path.join(os.path.dirname(__file__), "table.csv")).read())
+    sys.exit(0)
+code = ("import os, sys, time; open(sys.argv[1] + '/child.pid', 'w').write(str(os.getpid())); "
+        "os.setsid(); time.sleep(600)")
+subprocess.Popen([sys.executable, "-c", code, job_dir])
+time.sleep(600)
+'''
+
+
+def _fake_ncu(tmp_path, monkeypatch, mode):
+    import os
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    script = bin_dir / "ncu"
+    script.write_text(FAKE_NCU)
+    script.chmod(0o755)
+    (bin_dir / "table.csv").write_text(_sample(ncu.chosen_metrics(frozenset())))
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_NCU_MODE", mode)
+    ncu.available_metrics.cache_clear()
+    job_dir = tmp_path / "job"
+    job_dir.mkdir()
+    return str(job_dir)
+
+
+def test_collect_reads_the_table_ncu_prints(tmp_path, monkeypatch):
+    from kernelgym.workers.sandbox import SandboxConfig
+
+    job_dir = _fake_ncu(tmp_path, monkeypatch, "table")
+    kernels, note = ncu.collect(job_dir, {"task_source": ""}, SandboxConfig(), timeout_s=30)
+    ncu.available_metrics.cache_clear()
+    assert len(kernels) == 2 and kernels[0].memory_throughput_pct == 91.5
+    assert note.startswith("ncu: 2 kernel launch(es) profiled")
+
+
+def test_collect_past_its_limit_kills_ncu_and_the_profiled_process(tmp_path, monkeypatch):
+    import time
+
+    from kernelgym.workers.sandbox import SandboxConfig
+
+    job_dir = _fake_ncu(tmp_path, monkeypatch, "hang")
+    started = time.monotonic()
+    kernels, note = ncu.collect(job_dir, {"task_source": ""}, SandboxConfig(), timeout_s=3)
+    ncu.available_metrics.cache_clear()
+    assert kernels == [] and "ran past 3 s" in note
+    assert time.monotonic() - started < 20
+    child = int(Path(job_dir, "child.pid").read_text())
+    for _ in range(50):  # killed: gone, or a zombie waiting for its (dead) parent's reaper
+        try:
+            state = Path(f"/proc/{child}/stat").read_text().split(")")[1].split()[0]
+        except FileNotFoundError:
+            break
+        if state == "Z":
+            break
+        time.sleep(0.1)
+    else:
+        raise AssertionError(f"the profiled process {child} outlived the ncu timeout")
