@@ -30,6 +30,7 @@ from pathlib import Path
 import torch
 
 import kernelgym
+from eval_speed import fresh  # a source no cache has seen (benchmarks/ is on sys.path when run as a script)
 from kernelgym.solutions import examples
 from kernelgym.tasks import bundled
 
@@ -55,15 +56,6 @@ class Solution:
 def example_solution(backend: str, task_id: str) -> Solution:
     example = next(e for e in examples(backend) if e.task_id.endswith(task_id))
     return Solution(f"{backend} {task_id}", backend, task_id, Path(example.path))
-
-
-def fresh(source: str) -> str:
-    """The same solution with a unique comment inside its kernel source, so no cache has it."""
-    marker = f"// fresh {uuid.uuid4().hex}\n"
-    for opener in ('r"""\n', 'r"""'):
-        if opener in source:
-            return source.replace(opener, opener + marker, 1)
-    return f"# fresh {uuid.uuid4().hex}\n" + source
 
 
 def task_file(task_id: str) -> Path:
@@ -127,7 +119,8 @@ def ncu_cost(pool) -> list[dict]:
     from kernelgym.workers.sandbox import SandboxConfig
 
     rows = _ncu_rows(pool, "default sandbox")
-    if not any(row["kernels"] for row in rows):
+    timed_out = any("ran past" in row["note"] for row in rows)
+    if not any(row["kernels"] for row in rows) and not timed_out:
         with kernelgym.EvalPool(workers=1, sandbox=SandboxConfig(drop_privileges=False)) as privileged:
             rows += _ncu_rows(privileged, "no privilege drop")
     return rows
@@ -146,6 +139,8 @@ def _ncu_rows(pool, label: str) -> list[dict]:
                      "note": profiled.profile.ncu_note if profiled.profile else "; ".join(profiled.reasons)[:300],
                      "kernels": [k.__dict__ for k in kernels[:3]]})
         print("ncu", json.dumps(rows[-1]), flush=True)
+        if "ran past" in rows[-1]["note"]:  # the next one would most likely wait as long
+            break
     return rows
 
 
@@ -291,17 +286,18 @@ def main() -> None:
         Path(args.out).with_suffix(".json").write_text(json.dumps(data, indent=1))
         Path(args.out).write_text(report(args, data))
 
-    # Cheapest and most important first; the KernelBench-format build (tens of seconds) last.
+    # Cheapest and most important first; ncu (may run into its limit) and the KernelBench-format build last.
     with kernelgym.EvalPool(workers=1) as pool:
         pool.evaluate(bundled().get("L1/1_ReLU"), example_solution("cuda", "L1/1_ReLU").source, backend="cuda", size="gpu")  # warm the pool
         data["wall"] += wall_times(pool, [example_solution("cuda", "L1/1_ReLU"), example_solution("triton", "L1/1_ReLU")], caches)
         save()
         data["agreement"] = agreement(pool, agree_set, args.repeats, caches)
         save()
-        data["ncu"] = ncu_cost(pool)
-        save()
     data["throughput"] = throughput(agree_set, args.workers, args.copies)
     print("throughput", json.dumps(data["throughput"]), flush=True)
+    save()
+    with kernelgym.EvalPool(workers=1) as pool:
+        data["ncu"] = ncu_cost(pool)
     save()
     with kernelgym.EvalPool(workers=1) as pool:
         data["wall"] += wall_times(pool, [load_inline], caches)

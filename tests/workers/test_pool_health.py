@@ -1,5 +1,7 @@
 """A worker whose own process touched the CUDA driver is replaced, and the evaluation it spoiled runs again."""
 
+from pathlib import Path
+
 from kernelgym.evaluation.result import EvalResult, Verdict
 from kernelgym.workers import pool as pool_mod
 
@@ -36,5 +38,5 @@ def test_workers_check_cuda_through_nvml_so_forks_stay_usable(relu_task, relu_so
     with pool_mod.EvalPool(workers=1, gpu=False) as pool:
         pool.evaluate(relu_task, relu_solution, backend="cpp")
         pid = pool._workers[0].process.pid
-        env = open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
+        env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
     assert b"PYTORCH_NVML_BASED_CUDA_CHECK=1" in env
