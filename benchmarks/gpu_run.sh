@@ -2,6 +2,7 @@
 # Everything kernelgym runs on the H200 host, in one call: the gpu tests, the GPU benchmarks and a replay bench.
 #   bash benchmarks/gpu_run.sh [STEP ...]     steps: env tests results bench (default: all)
 # Knobs: TESTS_K (a pytest -k filter), TESTS_S / RESULTS_S / BENCH_S (step time limits), REPEATS, BENCH_BACKENDS.
+# One device call runs at most 10 minutes: run `env tests` in one call and `env results bench` in the next.
 # Logs and results go to $OUT (the device tool brings that folder back), at most 8 files.
 set -uo pipefail
 OUT=${OUT:-/tmp/kernelgym-gpu-out}
@@ -20,18 +21,18 @@ if has env; then
 fi
 if has tests; then
   stamp tests
-  timeout ${TESTS_S:-330} python3 -m pytest -m gpu tests -q -rA -s -p no:cacheprovider ${TESTS_K:+-k "$TESTS_K"} 2>&1 | tail -c 400000 > "$OUT/pytest.log"
+  timeout ${TESTS_S:-420} python3 -m pytest -m gpu tests -q -rA -s -p no:cacheprovider ${TESTS_K:+-k "$TESTS_K"} 2>&1 | tail -c 400000 > "$OUT/pytest.log"
   tail -5 "$OUT/pytest.log" | tee -a "$OUT/steps.log"
 fi
 if has results; then
   stamp results
-  timeout ${RESULTS_S:-330} python3 benchmarks/gpu_results.py --repeats ${REPEATS:-3} --out "$OUT/RESULTS.md" > "$OUT/results.log" 2>&1
+  timeout ${RESULTS_S:-450} python3 benchmarks/gpu_results.py --repeats ${REPEATS:-3} --out "$OUT/RESULTS.md" > "$OUT/results.log" 2>&1
   echo "results rc=$?" | tee -a "$OUT/steps.log"
 fi
 if has bench; then
   stamp bench
   for backend in ${BENCH_BACKENDS:-triton cuda}; do
-    timeout ${BENCH_S:-120} python3 -m kernelgym.cli bench --env KernelGym-v0 --policy "replay:$backend+cheats" --backend "$backend" \
+    timeout ${BENCH_S:-60} python3 -m kernelgym.cli bench --env KernelGym-v0 --policy "replay:$backend+cheats" --backend "$backend" \
       --size gpu --concurrency 2 --out "/tmp/bench_$backend" >> "$OUT/bench.log" 2>&1
     echo "bench $backend rc=$?" | tee -a "$OUT/steps.log"
   done
