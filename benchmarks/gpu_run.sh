@@ -26,13 +26,13 @@ if has tests; then
 fi
 if has results; then
   stamp results
-  timeout ${RESULTS_S:-450} python3 benchmarks/gpu_results.py --repeats ${REPEATS:-3} --out "$OUT/RESULTS.md" > "$OUT/results.log" 2>&1
+  timeout ${RESULTS_S:-420} python3 benchmarks/gpu_results.py --repeats ${REPEATS:-3} --out "$OUT/RESULTS.md" > "$OUT/results.log" 2>&1
   echo "results rc=$?" | tee -a "$OUT/steps.log"
 fi
 if has bench; then
   stamp bench
   for backend in ${BENCH_BACKENDS:-triton cuda}; do
-    timeout ${BENCH_S:-60} python3 -m kernelgym.cli bench --env KernelGym-v0 --policy "replay:$backend+cheats" --backend "$backend" \
+    timeout ${BENCH_S:-70} python3 -m kernelgym.cli bench --env KernelGym-v0 --policy "replay:$backend+cheats" --backend "$backend" \
       --size gpu --concurrency 2 --out "/tmp/bench_$backend" >> "$OUT/bench.log" 2>&1
     echo "bench $backend rc=$?" | tee -a "$OUT/steps.log"
   done
