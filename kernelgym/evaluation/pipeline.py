@@ -98,13 +98,17 @@ class Pipeline:
         started = time.monotonic()
         reference = self._spawn(run_reference, child_job, eval_dir, "reference")
         # The candidate's process starts (fork, sandbox, CUDA context) while the reference computes; it waits
-        # for "go" before it times anything, so the two never share the device while one is measured.
-        candidate = self._spawn(run_candidate, child_job, eval_dir, "candidate")
+        # for "go" before it times anything, so the two never share the device while one is measured. Not
+        # while the reference measures the machine's peaks (once per machine): those must be measured alone.
+        measuring_peaks = child_job.roofline and child_job.mode == "run" and child_job.cached_peaks is None
+        candidate = None if measuring_peaks else self._spawn(run_candidate, child_job, eval_dir, "candidate")
         try:
             judge = self._await_reference(reference, child_job, options)
         except _Outcome:
-            candidate.close()
+            if candidate is not None:
+                candidate.close()
             raise
+        candidate = candidate or self._spawn(run_candidate, child_job, eval_dir, "candidate")
         result.stage_s["reference"] = round(time.monotonic() - started, 3)
         try:
             if child_job.timing:
