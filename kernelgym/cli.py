@@ -109,6 +109,7 @@ def eval_command(
     backend: str = typer.Option("cpp", "--backend", help="cpp, triton or cuda"),
     size: str | None = typer.Option(None, "--size", help="cpu or gpu (default: from the hardware)"),
     timeout: float = typer.Option(60.0, "--timeout", help="seconds per run stage (builds have their own limit)"),
+    ncu: bool = typer.Option(False, "--ncu", help="GPU: Nsight Compute counters per kernel (after an ok verdict)"),
     kernelbench_root: str | None = RootOpt,
     as_json: bool = JsonOpt,
 ) -> None:
@@ -131,7 +132,7 @@ def eval_command(
                 source = path.read_bytes()
             except OSError as exc:
                 _fail(f"cannot read {path}: {exc.strerror}")
-            result = pool.evaluate(the_task, source, backend=backend, size=size, timeout_s=timeout)
+            result = pool.evaluate(the_task, source, backend=backend, size=size, timeout_s=timeout, ncu=ncu)
             if as_json:
                 row = {"solution": str(path), **{k: v for k, v in result.to_dict().items()
                                                   if k in ("verdict", "compiled", "correct", "speedup", "runtime_ms",
