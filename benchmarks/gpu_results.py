@@ -112,6 +112,24 @@ def agreement(pool, solutions: list[Solution], repeats: int, caches: Path) -> li
     return rows
 
 
+def empty_region() -> dict:
+    """The fixed cost inside one timed region: kernelgym's (L2 flush outside, whole-device sync inside) and
+    events alone on the current stream (the KernelBench-style harness), around a call that does nothing."""
+    from kernelgym.evaluation.timing import Timer
+
+    timer = Timer("cuda")
+    ours = sorted(timer.time_call(lambda: None) for _ in range(200))
+    events = []
+    for _ in range(200):
+        begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        begin.record()
+        end.record()
+        torch.cuda.synchronize()
+        events.append(begin.elapsed_time(end))
+    events.sort()
+    return {"kernelgym_ms": ours[len(ours) // 2], "events_only_ms": events[len(events) // 2]}
+
+
 def ncu_cost(pool) -> list[dict]:
     """The opt-in Nsight Compute pass: what it adds to an evaluation. With the default sandbox the profiled
     process runs as `nobody` when kernelgym runs as root; if that gives no counters, the same without the
@@ -221,6 +239,10 @@ def report(args, data: dict) -> str:
             cvs.append(cv)
         lines.append(f"| {row['solution']} | {_fmt(ours, 3)} | {_fmt(cv and 100 * cv, 2)}% | {_fmt(theirs, 3)} | "
                      f"{_fmt(diff and 100 * diff, 1)}% | {row['kernelbench_style'].get('correct', 'error')} |")
+    empty = data.get("empty_region")
+    if empty:
+        lines += ["", f"Fixed cost of an empty timed region (median of 200): kernelgym {1e3 * empty['kernelgym_ms']:.1f} us "
+                      f"(whole-device sync inside), events alone {1e3 * empty['events_only_ms']:.1f} us."]
     if diffs:
         lines += ["", f"Median |difference| {100 * statistics.median(diffs):.1f}%, largest {100 * max(diffs):.1f}%; "
                       f"within 5% for {sum(d <= 0.05 for d in diffs)}/{len(diffs)}. "
@@ -280,13 +302,15 @@ def main() -> None:
     load_inline = Solution("cuda L1/1_ReLU (KernelBench format, load_inline)", "cuda", "L1/1_ReLU",
                            HERE / "kernelbench_style" / "relu_cuda_load_inline.py")
     agree_set = [example_solution(b, t) for b, t in AGREEMENT]
-    data = {"wall": [], "agreement": [], "throughput": None, "ncu": []}
+    data = {"wall": [], "agreement": [], "throughput": None, "ncu": [], "empty_region": None}
 
     def save() -> None:  # after every phase: a run cut short still leaves what it measured
         Path(args.out).with_suffix(".json").write_text(json.dumps(data, indent=1))
         Path(args.out).write_text(report(args, data))
 
     # Cheapest and most important first; ncu (may run into its limit) and the KernelBench-format build last.
+    data["empty_region"] = empty_region()
+    print("empty_region", json.dumps(data["empty_region"]), flush=True)
     with kernelgym.EvalPool(workers=1) as pool:
         pool.evaluate(bundled().get("L1/1_ReLU"), example_solution("cuda", "L1/1_ReLU").source, backend="cuda", size="gpu")  # warm the pool
         data["wall"] += wall_times(pool, [example_solution("cuda", "L1/1_ReLU"), example_solution("triton", "L1/1_ReLU")], caches)
