@@ -158,3 +158,52 @@ def test_api_never_raises_for_a_bad_submission(relu_task):
 
     result = kernelgym.evaluate(relu_task, None if False else "\x00", backend="cpp")
     assert result.verdict is Verdict.COMPILE_ERROR
+
+
+BROKEN_REFERENCE = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        raise ValueError("this task's reference is broken")
+
+
+def get_inputs():
+    return [torch.randn(64, 64)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def _children(pid: int) -> list[int]:
+    from pathlib import Path
+
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid and fields[0] != "Z":
+            found.append(int(stat.parent.name))
+    return found
+
+
+def test_a_broken_reference_is_reported_and_leaves_no_process_behind(relu_solution):
+    """The candidate's process starts while the reference computes; no process outlives the verdict."""
+    from kernelgym.tasks import task_from_source
+    from kernelgym.workers.pool import EvalPool
+
+    task = task_from_source(BROKEN_REFERENCE, suite="user", level=1, file_name="1_BrokenReLU.py")
+    with EvalPool(workers=1, gpu=False) as pool:
+        result = pool.evaluate(task, relu_solution, backend="cpp")
+        worker_pid = pool._workers[0].process.pid
+        left = _children(worker_pid)
+        assert pool.evaluate(task, relu_solution, backend="cpp").verdict is Verdict.RUNTIME_ERROR  # still serving
+    assert result.verdict is Verdict.RUNTIME_ERROR
+    assert result.reasons[0].startswith("reference_failed") and "broken" in result.reasons[0]
+    assert left == [], f"evaluation processes still running after the verdict: {left}"
