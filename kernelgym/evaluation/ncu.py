@@ -34,6 +34,9 @@ METRICS: dict[str, tuple[str, ...]] = {
     "local_store_instructions": ("smsp__sass_inst_executed_op_local_st.sum", "smsp__inst_executed_op_local_st.sum"),
 }
 MAX_KERNELS = 64  # launches profiled from the one forward call
+CORE = ("duration_us", "memory_throughput_pct", "compute_throughput_pct", "achieved_occupancy_pct",
+        "registers_per_thread")  # the fallback when ncu rejects a metric name
+_TO_US = {"ns": 1e-3, "nsecond": 1e-3, "us": 1.0, "usecond": 1.0, "ms": 1e3, "msecond": 1e3, "s": 1e6, "second": 1e6}
 
 
 def ncu_path() -> str | None:
@@ -92,7 +95,7 @@ def parse(text: str, metrics: dict[str, str]) -> list[KernelMetrics]:
             continue
         value = _number(row.get("Metric Value", ""))
         if value is not None and name == "duration_us":
-            value = value / 1e3 if row.get("Metric Unit", "") in ("ns", "nsecond") else value
+            value *= _TO_US.get(row.get("Metric Unit", "").strip(), 1.0)
         setattr(entry, name, value)
     return list(launches.values())
 
@@ -112,6 +115,14 @@ def collect(job_dir: str, job: dict, sandbox, timeout_s: float) -> tuple[list[Ke
     metrics = chosen_metrics(available_metrics())
     with open(os.path.join(job_dir, "job.json"), "w") as f:
         json.dump({**job, "sandbox": sandbox.__dict__}, f)
+    kernels, note = _profile(ncu, metrics, job_dir, timeout_s)
+    if not kernels and "metric" in note.lower() and set(metrics) != set(CORE):
+        # An unknown metric name makes ncu profile nothing: once more with the names every version has.
+        kernels, note = _profile(ncu, {k: v for k, v in metrics.items() if k in CORE}, job_dir, timeout_s)
+    return kernels, note
+
+
+def _profile(ncu: str, metrics: dict[str, str], job_dir: str, timeout_s: float) -> tuple[list[KernelMetrics], str]:
     started = time.monotonic()
     proc = subprocess.Popen(command(ncu, metrics, job_dir), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True)

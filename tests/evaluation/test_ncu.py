@@ -84,7 +84,11 @@ import os, subprocess, sys, time
 if "--query-metrics" in sys.argv:
     sys.exit(0)
 job_dir = sys.argv[-1]
-if os.environ["FAKE_NCU_MODE"] == "table":
+mode = os.environ["FAKE_NCU_MODE"]
+if mode == "picky" and "local_ld" in sys.argv[sys.argv.index("--metrics") + 1]:
+    print("==ERROR== Failed to find metric smsp__sass_inst_executed_op_local_ld.sum")
+    sys.exit(1)
+if mode in ("table", "picky"):
     print(open(os.path.join(os.path.dirname(__file__), "table.csv")).read())
     sys.exit(0)
 code = ("import os, sys, time; open(sys.argv[1] + '/child.pid', 'w').write(str(os.getpid())); "
@@ -143,3 +147,12 @@ def test_collect_past_its_limit_kills_ncu_and_the_profiled_process(tmp_path, mon
         time.sleep(0.1)
     else:
         raise AssertionError(f"the profiled process {child} outlived the ncu timeout")
+
+
+def test_a_metric_ncu_rejects_leads_to_a_second_try_with_the_core_metrics(tmp_path, monkeypatch):
+    from kernelgym.workers.sandbox import SandboxConfig
+
+    job_dir = _fake_ncu(tmp_path, monkeypatch, "picky")
+    kernels, note = ncu.collect(job_dir, {"task_source": ""}, SandboxConfig(), timeout_s=30)
+    ncu.available_metrics.cache_clear()
+    assert len(kernels) == 2 and kernels[0].registers_per_thread == 16, note
