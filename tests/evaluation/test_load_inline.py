@@ -27,3 +27,23 @@ def test_load_inline_passthrough_in_cpp_is_caught(pool):
     cheat = SOLUTION.replace("auto y = torch::empty_like(x);", "auto y = torch::relu(x); return y;")
     result = pool.evaluate(task, cheat, backend="cpp")
     assert result.verdict is Verdict.HACK and result.reasons[0].startswith("torch_compute"), result.reasons
+
+
+def test_the_precompiled_header_command_is_torchs_own_for_the_given_flags():
+    from kernelgym import torch_ext
+
+    command = torch_ext._torch_pch_command(["-O3", "-fopenmp"])
+    assert command is not None, "torch's precompiled-header builder changed: load_inline builds lose their PCH"
+    argv = command["argv"]
+    assert "c++-header" in argv and command["header"] in argv and command["pch"] in argv
+    assert "-O3" in argv and "-fopenmp" in argv
+    assert not any("kernelgym-pch-probe" in arg for arg in argv)
+
+
+def test_precompiled_headers_are_capped_per_flag_set(tmp_path, monkeypatch):
+    from kernelgym import torch_ext
+
+    for i in range(torch_ext.MAX_PCH_FLAG_SETS):
+        (tmp_path / "torch_pch" / f"{i:016x}" / "torch").mkdir(parents=True)
+    monkeypatch.setattr(torch_ext, "_torch_pch_command", lambda flags: pytest.fail("no PCH beyond the cap"))
+    assert torch_ext.precompiled_header_dir(["-O2"], tmp_path) is None
