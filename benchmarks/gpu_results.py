@@ -36,6 +36,22 @@ from kernelgym.tasks import bundled
 
 HERE = Path(__file__).parent
 HARNESS = HERE / "kernelbench_style" / "harness.py"
+
+
+@dataclass
+class Mode:
+    """Where the script runs: the GPU for real, or `--smoke`: every phase with cpp solutions at the cpu size,
+    so the script itself is checked on a machine without a GPU before it spends device time."""
+
+    size: str = "gpu"
+    device: str = "cuda"
+    smoke: bool = False
+
+    def backend(self, backend: str) -> str:
+        return "cpp" if self.smoke else backend
+
+
+MODE = Mode()
 # Tasks large enough that a launch is well past launch overhead at the gpu size.
 AGREEMENT = [("cuda", "L1/10_Softmax"), ("cuda", "L1/16_RMSNorm"), ("cuda", "L1/2_Matmul_Square"),
              ("triton", "L1/15_LayerNorm"), ("triton", "L2/1_Gemm_BiasAdd_ReLU")]
@@ -53,14 +69,15 @@ class Solution:
         return self.path.read_text()
 
 
-def example_solution(backend: str, task_id: str) -> Solution:
-    example = next(e for e in examples(backend) if e.task_id.endswith(task_id))
-    return Solution(f"{backend} {task_id}", backend, task_id, Path(example.path))
+def example_solution(backend: str, task_id: str) -> Solution | None:
+    backend = MODE.backend(backend)
+    example = next((e for e in examples(backend) if e.task_id.endswith(task_id)), None)
+    return example and Solution(f"{backend} {task_id}", backend, task_id, Path(example.path))
 
 
 def task_file(task_id: str) -> Path:
     path = Path(tempfile.gettempdir()) / f"kg_results_{task_id.replace('/', '_')}.py"
-    path.write_text(bundled().get(task_id).source_at("gpu"))
+    path.write_text(bundled().get(task_id).source_at(MODE.size))
     return path
 
 
@@ -70,7 +87,7 @@ def kernelbench_style(solution: Solution, source: str, caches: Path) -> dict:
     path.write_text(source)
     env = {**os.environ, "TORCH_EXTENSIONS_DIR": str(caches / "torch_ext"), "KERNELGYM_CACHE": str(caches / "kg")}
     started = time.perf_counter()
-    out = subprocess.run([sys.executable, str(HARNESS), str(task_file(solution.task_id)), str(path), "cuda"],
+    out = subprocess.run([sys.executable, str(HARNESS), str(task_file(solution.task_id)), str(path), MODE.device],
                          capture_output=True, text=True, env=env, timeout=300)
     wall = time.perf_counter() - started
     if out.returncode != 0:
@@ -80,7 +97,7 @@ def kernelbench_style(solution: Solution, source: str, caches: Path) -> dict:
 
 def kernelgym_eval(pool, solution: Solution, source: str) -> dict:
     started = time.perf_counter()
-    result = pool.evaluate(bundled().get(solution.task_id), source, backend=solution.backend, size="gpu")
+    result = pool.evaluate(bundled().get(solution.task_id), source, backend=solution.backend, size=MODE.size)
     wall = time.perf_counter() - started
     timed = result.stage_s.get("timing", 0.0) + result.stage_s.get("profile", 0.0)
     return {"wall_s": wall, "verdict": result.verdict.value, "speedup": result.speedup, "harness_s": wall - timed,
@@ -117,6 +134,8 @@ def empty_region() -> dict:
     events alone on the current stream (the KernelBench-style harness), around a call that does nothing."""
     from kernelgym.evaluation.timing import Timer
 
+    if MODE.device != "cuda":
+        return None
     timer = Timer("cuda")
     ours = sorted(timer.time_call(lambda: None) for _ in range(200))
     events = []
@@ -149,8 +168,8 @@ def _ncu_rows(pool, label: str) -> list[dict]:
     for backend in ("cuda", "triton"):
         solution = example_solution(backend, "L1/1_ReLU")
         task = bundled().get(solution.task_id)
-        plain = pool.evaluate(task, solution.source, backend=backend, size="gpu")
-        profiled = pool.evaluate(task, solution.source, backend=backend, size="gpu", ncu=True)
+        plain = pool.evaluate(task, solution.source, backend=solution.backend, size=MODE.size)
+        profiled = pool.evaluate(task, solution.source, backend=solution.backend, size=MODE.size, ncu=True)
         kernels = profiled.profile.kernels if profiled.profile else []
         rows.append({"solution": f"{solution.label} ({label})", "plain_s": plain.wall_s, "ncu_s": profiled.wall_s,
                      "ncu_stage_s": profiled.stage_s.get("ncu"), "verdict": profiled.verdict.value,
@@ -167,9 +186,9 @@ def throughput(solutions: list[Solution], workers: int, copies: int) -> dict:
     jobs = [(s, fresh(s.source)) for s in solutions for _ in range(copies)]
     with kernelgym.EvalPool(workers=workers) as pool:
         pool.evaluate(bundled().get(solutions[0].task_id), solutions[0].source, backend=solutions[0].backend,
-                      size="gpu")  # workers up, one-time imports done
+                      size=MODE.size)  # workers up, one-time imports done
         started = time.perf_counter()
-        futures = [pool.submit(bundled().get(s.task_id), src, backend=s.backend, size="gpu") for s, src in jobs]
+        futures = [pool.submit(bundled().get(s.task_id), src, backend=s.backend, size=MODE.size) for s, src in jobs]
         results = [f.result() for f in futures]
         wall = time.perf_counter() - started
     slot_s = sum(r.stage_s.get("timing", 0.0) + r.stage_s.get("profile", 0.0) for r in results)
@@ -193,7 +212,7 @@ def report(args, data: dict) -> str:
     lines = [
         "# kernelgym vs a KernelBench-style evaluation on one GPU",
         "",
-        f"- date: {datetime.date.today()}; machine: {torch.cuda.get_device_name()}, {os.cpu_count()} cores; "
+        f"- date: {datetime.date.today()}; machine: {_machine()}, {os.cpu_count()} cores; "
         f"python {platform.python_version()}, torch {torch.__version__}, triton {_triton_version()}, "
         f"kernelgym {kernelgym.__version__}",
         f"- command: `python benchmarks/gpu_results.py --repeats {args.repeats} --workers {args.workers}` "
@@ -272,6 +291,12 @@ def report(args, data: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _machine() -> str:
+    if MODE.device == "cuda":
+        return torch.cuda.get_device_name()
+    return f"{platform.processor() or platform.machine()} (--smoke: cpp solutions at the cpu size)"
+
+
 def _kb(run: dict) -> str:
     return f"{run['wall_s']:.2f}" + (" (failed)" if "error" in run else "")
 
@@ -295,14 +320,21 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--copies", type=int, default=2, help="new sources per solution in the throughput batch")
     parser.add_argument("--out", default=str(HERE / "RESULTS.md"))
+    parser.add_argument("--smoke", action="store_true", help="no GPU: every phase with cpp solutions at the cpu size")
     args = parser.parse_args()
-    if not torch.cuda.is_available():
-        sys.exit("gpu_results.py needs a CUDA GPU")
+    global MODE
+    MODE = Mode("cpu", "cpu", smoke=True) if args.smoke else Mode()
+    if not args.smoke and not torch.cuda.is_available():
+        sys.exit("gpu_results.py needs a CUDA GPU (or --smoke)")
     caches = Path(tempfile.mkdtemp(prefix="kg-results-"))
-    load_inline = Solution("cuda L1/1_ReLU (KernelBench format, load_inline)", "cuda", "L1/1_ReLU",
-                           HERE / "kernelbench_style" / "relu_cuda_load_inline.py")
-    agree_set = [example_solution(b, t) for b, t in AGREEMENT]
+    kb_file = "relu_cpp_load_inline.py" if args.smoke else "relu_cuda_load_inline.py"
+    load_inline = Solution(f"{MODE.backend('cuda')} L1/1_ReLU (KernelBench format, load_inline)", MODE.backend("cuda"),
+                           "L1/1_ReLU", HERE / "kernelbench_style" / kb_file)
+    agree_set = [s for s in (example_solution(b, t) for b, t in AGREEMENT) if s is not None]
+    relu = [example_solution(b, "L1/1_ReLU") for b in ("cuda", "triton")]
     data = {"wall": [], "agreement": [], "throughput": None, "ncu": [], "empty_region": None}
+
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
 
     def save() -> None:  # after every phase: a run cut short still leaves what it measured
         Path(args.out).with_suffix(".json").write_text(json.dumps(data, indent=1))
@@ -312,8 +344,8 @@ def main() -> None:
     data["empty_region"] = empty_region()
     print("empty_region", json.dumps(data["empty_region"]), flush=True)
     with kernelgym.EvalPool(workers=1) as pool:
-        pool.evaluate(bundled().get("L1/1_ReLU"), example_solution("cuda", "L1/1_ReLU").source, backend="cuda", size="gpu")  # warm the pool
-        data["wall"] += wall_times(pool, [example_solution("cuda", "L1/1_ReLU"), example_solution("triton", "L1/1_ReLU")], caches)
+        pool.evaluate(bundled().get("L1/1_ReLU"), relu[0].source, backend=relu[0].backend, size=MODE.size)  # warm up
+        data["wall"] += wall_times(pool, relu[:1] if args.smoke else relu, caches)
         save()
         data["agreement"] = agreement(pool, agree_set, args.repeats, caches)
         save()
