@@ -92,10 +92,15 @@ def cuda_arch() -> str:
     return arch or "90"
 
 
+def library_path(request: BuildRequest, root: Path | None = None) -> Path:
+    """Where the request's shared library lives in the cache (whether or not it is built yet)."""
+    return (root or cache_root()) / "native" / request.key / "lib.so"
+
+
 def compile_request(request: BuildRequest, root: Path | None = None, timeout_s: float = 300.0) -> Path:
     """Compile (or reuse) a shared library for the request; raises BuildError with the compiler log."""
-    out_dir = (root or cache_root()) / "native" / request.key
-    library = out_dir / "lib.so"
+    library = library_path(request, root)
+    out_dir = library.parent
     if library.exists():
         return library
     out_dir.parent.mkdir(parents=True, exist_ok=True)

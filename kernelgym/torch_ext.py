@@ -67,12 +67,21 @@ def _bindings(functions: Sequence[str]) -> str:
     return "\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {\n" + "\n".join(lines) + "\n}\n"
 
 
+def extension_dir(request: ExtensionRequest, root: Path | None = None) -> Path:
+    """The cache folder that holds (or will hold) the request's `<name>.so`."""
+    return (root or kernels.cache_root()) / "torch_ext" / request.key
+
+
+def is_built(request: ExtensionRequest, root: Path | None = None) -> bool:
+    return (extension_dir(request, root) / f"{request.name}.so").exists()
+
+
 def build(request: ExtensionRequest, root: Path | None = None) -> Path:
     """Compile (or reuse) the extension; returns the folder holding `<name>.so`. Never imports it."""
     from torch.utils import cpp_extension
 
-    out_dir = (root or kernels.cache_root()) / "torch_ext" / request.key
-    if (out_dir / f"{request.name}.so").exists():
+    out_dir = extension_dir(request, root)
+    if is_built(request, root):
         return out_dir
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=".build-"))

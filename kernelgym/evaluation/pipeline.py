@@ -336,8 +336,7 @@ class _Session:
             self.child.send("build_failed", {"message": "unsupported build request (flags are fixed by kernelgym)"})
             return
         started = time.monotonic()
-        path = kernels.cache_root() / "native" / request.key / "lib.so"
-        existed = path.exists()
+        existed = kernels.library_path(request).exists()
         try:
             built = kernels.compile_request(request, timeout_s=max(1.0, self._deadline() - time.monotonic()))
             self.child.send("built", {"path": str(built)})
@@ -352,7 +351,7 @@ class _Session:
         started = time.monotonic()
         try:
             request = torch_ext.ExtensionRequest.from_meta(meta)
-            existed = (kernels.cache_root() / "torch_ext" / request.key / f"{request.name}.so").exists()
+            existed = torch_ext.is_built(request)
             folder = torch_ext.build(request)
             self.child.send("built", {"path": str(folder)})
             self.cached = self.cached and existed

@@ -16,19 +16,22 @@ from pathlib import Path
 def _cached_native(request):
     import kernelgym.kernels as kernels
 
-    path = kernels.cache_root() / "native" / request.key / "lib.so"
+    path = kernels.library_path(request)
     if not path.exists():
-        raise kernels.BuildError("not in kernelgym's build cache (ncu runs only judged, built candidates)", "")
+        raise kernels.BuildError(_NOT_CACHED, "")
     return path
 
 
 def _cached_extension(request):
     import kernelgym.kernels as kernels
+    from kernelgym import torch_ext
 
-    folder = kernels.cache_root() / "torch_ext" / request.key
-    if not (folder / f"{request.name}.so").exists():
-        raise kernels.BuildError("not in kernelgym's build cache (ncu runs only judged, built candidates)", "")
-    return folder
+    if not torch_ext.is_built(request):
+        raise kernels.BuildError(_NOT_CACHED, "")
+    return torch_ext.extension_dir(request)
+
+
+_NOT_CACHED = "not in kernelgym's build cache (ncu runs only judged, built candidates)"
 
 
 def main(job_dir: str) -> int:
