@@ -14,6 +14,7 @@ import importlib.util
 import inspect
 import os
 import shutil
+import subprocess
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -144,8 +145,6 @@ def precompiled_header_dir(extra_cflags: list[str], root: Path | None = None) ->
         shutil.copyfile(header, tmp / "torch" / "extension.h")
         ours = {header: str(tmp / "torch" / "extension.h"), pch: str(tmp / "torch" / "extension.h.gch")}
         argv = [ours.get(arg, arg) for arg in command["argv"]]
-        import subprocess
-
         done = subprocess.run(argv, capture_output=True, timeout=900)
         if done.returncode != 0:
             return None

@@ -47,3 +47,13 @@ def test_precompiled_headers_are_capped_per_flag_set(tmp_path, monkeypatch):
         (tmp_path / "torch_pch" / f"{i:016x}" / "torch").mkdir(parents=True)
     monkeypatch.setattr(torch_ext, "_torch_pch_command", lambda flags: pytest.fail("no PCH beyond the cap"))
     assert torch_ext.precompiled_header_dir(["-O2"], tmp_path) is None
+
+
+def test_a_precompiled_header_that_cannot_be_built_means_a_plain_build(tmp_path, monkeypatch):
+    from kernelgym import torch_ext
+
+    missing = str(tmp_path / "no" / "extension.h")
+    monkeypatch.setattr(torch_ext, "_torch_pch_command",
+                        lambda flags: {"argv": ["c++", missing], "header": missing, "pch": missing + ".gch"})
+    assert torch_ext.precompiled_header_dir(["-O1"], tmp_path) is None
+    assert not any((tmp_path / "torch_pch").glob(".build-*"))  # nothing half-built left behind
