@@ -95,13 +95,17 @@ def kernelbench_style(solution: Solution, source: str, caches: Path) -> dict:
     return {"wall_s": wall, **json.loads(out.stdout.strip().splitlines()[-1])}
 
 
-def kernelgym_eval(pool, solution: Solution, source: str) -> dict:
+def kernelgym_eval(pool, solution: Solution, source: str, **options) -> dict:
     started = time.perf_counter()
-    result = pool.evaluate(bundled().get(solution.task_id), source, backend=solution.backend, size=MODE.size)
+    result = pool.evaluate(bundled().get(solution.task_id), source, backend=solution.backend, size=MODE.size,
+                           **options)
     wall = time.perf_counter() - started
     timed = result.stage_s.get("timing", 0.0) + result.stage_s.get("profile", 0.0)
+    timing = result.timing
     return {"wall_s": wall, "verdict": result.verdict.value, "speedup": result.speedup, "harness_s": wall - timed,
-            "stage_s": result.stage_s, "reasons": result.reasons[:1]}
+            "stage_s": result.stage_s, "reasons": result.reasons[:1], "ref_ms": result.ref_runtime_ms,
+            "cand_ms": result.runtime_ms, "sync_cost_ms": timing and timing.sync_cost_ms,
+            "ref_pre_import_ms": timing and timing.reference_pre_import_ms}
 
 
 def wall_times(pool, solutions: list[Solution], caches: Path) -> list[dict]:
@@ -117,14 +121,19 @@ def wall_times(pool, solutions: list[Solution], caches: Path) -> list[dict]:
 
 
 def agreement(pool, solutions: list[Solution], repeats: int, caches: Path) -> list[dict]:
+    """Each solution `repeats` times through kernelgym's judge, as configured by default and without taking
+    the calibrated synchronize cost off the timed calls (to show what that changes), then once through the
+    KernelBench-style harness."""
     rows = []
     for solution in solutions:
         source = solution.source
         ours = [kernelgym_eval(pool, solution, source) for _ in range(repeats)]
+        raw = [kernelgym_eval(pool, solution, source, subtract_sync_cost=False) for _ in range(repeats)]
         theirs = kernelbench_style(solution, source, caches)
         speedups = [r["speedup"] for r in ours if r["speedup"]]
         rows.append({"solution": solution.label, "kernelgym_speedups": speedups, "kernelbench_style": theirs,
-                     "verdicts": [r["verdict"] for r in ours]})
+                     "verdicts": [r["verdict"] for r in ours], "runs": ours,
+                     "raw_speedups": [r["speedup"] for r in raw if r["speedup"]], "raw_runs": raw})
         print("agree", solution.label, json.dumps(rows[-1]), flush=True)
     return rows
 
@@ -136,8 +145,11 @@ def empty_region() -> dict:
 
     if MODE.device != "cuda":
         return None
-    timer = Timer("cuda")
-    ours = sorted(timer.time_call(lambda: None) for _ in range(200))
+    raw = Timer("cuda", subtract_sync_cost=False)
+    ours = sorted(raw.time_call(lambda: None) for _ in range(200))
+    calibrated = Timer("cuda")
+    sync_cost = calibrated.calibrate()
+    after = sorted(calibrated.time_call(lambda: None) for _ in range(200))
     events = []
     for _ in range(200):
         begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -146,7 +158,8 @@ def empty_region() -> dict:
         torch.cuda.synchronize()
         events.append(begin.elapsed_time(end))
     events.sort()
-    return {"kernelgym_ms": ours[len(ours) // 2], "events_only_ms": events[len(events) // 2]}
+    return {"kernelgym_ms": ours[len(ours) // 2], "events_only_ms": events[len(events) // 2],
+            "sync_cost_ms": sync_cost, "kernelgym_calibrated_ms": after[len(after) // 2]}
 
 
 def ncu_cost(pool) -> list[dict]:
@@ -242,8 +255,8 @@ def report(args, data: dict) -> str:
         f"kernelgym: median over {args.repeats} evaluations of the same file (each with fresh hidden inputs); "
         "CV = standard deviation / mean of those speedups. KB-style: one run, mean times.",
         "",
-        "| solution | kernelgym speedup | CV | KB-style speedup | difference | KB-style correct |",
-        "|---|---|---|---|---|---|",
+        "| solution | kernelgym speedup | CV | KB-style speedup | difference | without sync-cost subtraction (CV) | KB-style correct |",
+        "|---|---|---|---|---|---|---|",
     ]
     diffs, cvs = [], []
     for row in agree:
@@ -256,12 +269,28 @@ def report(args, data: dict) -> str:
             diffs.append(abs(diff))
         if cv is not None:
             cvs.append(cv)
+        raw = row.get("raw_speedups") or []
+        raw_cv = statistics.pstdev(raw) / statistics.mean(raw) if len(raw) > 1 else None
         lines.append(f"| {row['solution']} | {_fmt(ours, 3)} | {_fmt(cv and 100 * cv, 2)}% | {_fmt(theirs, 3)} | "
-                     f"{_fmt(diff and 100 * diff, 1)}% | {row['kernelbench_style'].get('correct', 'error')} |")
+                     f"{_fmt(diff and 100 * diff, 1)}% | {_fmt(_median(raw), 3)} ({_fmt(raw_cv and 100 * raw_cv, 2)}%) | "
+                     f"{row['kernelbench_style'].get('correct', 'error')} |")
+    lines += ["", "Times per side (ms; kernelgym: medians over the repeats of each evaluation's median, with the "
+                  "reference alone before the candidate's import and the calibrated sync cost; KB-style: means):", "",
+              "| solution | kernelgym reference | kernelgym candidate | reference before import | sync cost | "
+              "KB-style reference | KB-style candidate |", "|---|---|---|---|---|---|---|"]
+    for row in agree:
+        runs, theirs = row.get("runs", []), row["kernelbench_style"]
+        lines.append(f"| {row['solution']} | {_fmt(_median([r['ref_ms'] for r in runs]), 4)} | "
+                     f"{_fmt(_median([r['cand_ms'] for r in runs]), 4)} | "
+                     f"{_fmt(_median([r['ref_pre_import_ms'] for r in runs]), 4)} | "
+                     f"{_fmt(_median([r['sync_cost_ms'] for r in runs]), 4)} | {_fmt(theirs.get('ref_ms'), 4)} | "
+                     f"{_fmt(theirs.get('new_ms'), 4)} |")
     empty = data.get("empty_region")
     if empty:
         lines += ["", f"Fixed cost of an empty timed region (median of 200): kernelgym {1e3 * empty['kernelgym_ms']:.1f} us "
-                      f"(whole-device sync inside), events alone {1e3 * empty['events_only_ms']:.1f} us."]
+                      f"(whole-device sync inside), events alone {1e3 * empty['events_only_ms']:.1f} us; calibrated "
+                      f"sync cost {1e3 * empty['sync_cost_ms']:.1f} us, after which an empty region measures "
+                      f"{1e3 * empty['kernelgym_calibrated_ms']:.1f} us."]
     if diffs:
         lines += ["", f"Median |difference| {100 * statistics.median(diffs):.1f}%, largest {100 * max(diffs):.1f}%; "
                       f"within 5% for {sum(d <= 0.05 for d in diffs)}/{len(diffs)}. "

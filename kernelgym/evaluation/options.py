@@ -19,6 +19,7 @@ class EvalOptions:
     timing_trials: int = 100
     timing_budget_s: float = 4.0  # per side; stops early once spent (after at least 10 trials)
     warmup: int = 3
+    subtract_sync_cost: bool = True  # GPU: each timed call less the calibrated cost of the in-region synchronize
     profile: bool = True  # coverage and torch-compute check (CPU: cheap; GPU: torch.profiler)
     ncu: bool = False  # GPU: Nsight Compute counters per kernel after an ok verdict (costs seconds; opt-in)
     ncu_timeout_s: float = 60.0

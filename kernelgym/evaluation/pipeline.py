@@ -159,7 +159,7 @@ class Pipeline:
             mode=mode, dtype=job.dtype, init_seed=rng.randrange(2**31), trial_seeds=[rng.randrange(2**31) for _ in range(n)],
             perturbed=perturbed, perturb=job.perturb, timing=options.timing and mode == "run",
             timing_config=TimingConfig(trials=options.timing_trials, warmup=options.warmup,
-                                       budget_s=options.timing_budget_s),
+                                       budget_s=options.timing_budget_s, subtract_sync_cost=options.subtract_sync_cost),
             profile=options.profile, threads=options.threads,
             compile_baseline=options.compile_baseline and mode == "run" and options.timing,
             cached_peaks=self._cached_peaks(device, options.threads),
@@ -330,6 +330,8 @@ class _Session:
     def _build(self, meta: dict) -> None:
         if meta.get("language") == "torch_ext":
             return self._build_extension(meta)
+        if meta.get("language") == "triton_module":
+            return self._build_triton_module(meta)
         request = kernels.BuildRequest(str(meta.get("language")), str(meta.get("source")),
                                        tuple(str(f) for f in meta.get("flags", [])))
         if request.language not in ("cpp", "cuda") or not set(request.flags) <= _allowed_flags(request.language):
@@ -355,6 +357,16 @@ class _Session:
             folder = torch_ext.build(request)
             self.child.send("built", {"path": str(folder)})
             self.cached = self.cached and existed
+        except kernels.BuildError as exc:
+            self.child.send("build_failed", {"message": str(exc), "log": exc.log})
+        self.build_s += time.monotonic() - started
+
+    def _build_triton_module(self, meta: dict) -> None:
+        from kernelgym import triton_build
+
+        started = time.monotonic()
+        try:
+            self.child.send("built", {"path": str(triton_build.build(triton_build.ModuleRequest.from_meta(meta)))})
         except kernels.BuildError as exc:
             self.child.send("build_failed", {"message": str(exc), "log": exc.log})
         self.build_s += time.monotonic() - started
@@ -463,7 +475,8 @@ class _Session:
         timing = TimingResult(
             available=True, device=str(meta.get("device", "")), candidate=stats(cand_times), reference=stats(ref_times),
             speedup=round(speedup, 4), speedup_ci_low=round(low, 4), speedup_ci_high=round(high, 4),
-            remeasured=remeasured,
+            remeasured=remeasured, sync_cost_ms=meta.get("sync_cost_ms"),
+            reference_pre_import_ms=float(sorted(pre_ref)[len(pre_ref) // 2]) if pre_ref else None,
         )
         timing.verified = low > options.threshold and not any(r.startswith("not_reproduced") for r in self.result.reasons)
         self._roofline(timing)

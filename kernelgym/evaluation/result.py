@@ -97,6 +97,8 @@ class TimingResult:
     speedup_ci_high: float | None = None
     verified: bool = False  # correct, and the low end of the interval is above the threshold
     remeasured: bool = False
+    sync_cost_ms: float | None = None  # GPU: the calibrated in-region synchronize, taken off each call
+    reference_pre_import_ms: float | None = None  # the reference alone, before the candidate was imported
     baseline: str = "eager"
     compile_ms: float | None = None  # torch.compile of the reference, when asked for
     speedup_vs_compile: float | None = None

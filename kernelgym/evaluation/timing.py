@@ -1,8 +1,10 @@
 """Timing stage (runs inside the candidate's process): interleaved, whole-device synchronized, with statistics.
 
 GPU: CUDA events around each call with the whole device synchronized inside the timed region (so work on
-any stream is counted), L2 flushed before each call. CPU: a monotonic clock bound before any candidate code
-was imported. Inputs rotate over several sets; reference and candidate alternate.
+any stream is counted), L2 flushed before each call. The synchronize itself costs a fixed few microseconds,
+which would pull every speedup toward 1; it is calibrated once, before any candidate code exists, and taken
+off each call, never below the time the current stream alone measured. CPU: a monotonic clock bound before
+any candidate code was imported. Inputs rotate over several sets; reference and candidate alternate.
 """
 
 from __future__ import annotations
@@ -28,12 +30,17 @@ class TimingConfig:
     budget_s: float = 4.0  # per side; fewer trials (at least min_trials) when calls are slow
     min_trials: int = 10
     bootstrap: int = 1000
+    subtract_sync_cost: bool = True  # GPU: take the calibrated cost of the in-region synchronize off each call
 
 
 class Timer:
-    def __init__(self, device: str):
+    """Times one call at a time. Create it before any candidate code is imported (it binds what it uses)."""
+
+    def __init__(self, device: str, subtract_sync_cost: bool = True):
         self.device = device
         self._flush = None
+        self._subtract = subtract_sync_cost
+        self.sync_cost_ms = 0.0  # set by calibrate()
         if device.startswith("cuda"):
             import torch
 
@@ -46,6 +53,28 @@ class Timer:
             self._elapsed = torch.cuda.Event.elapsed_time
             self._wait = torch.cuda.Event.synchronize
 
+    def calibrate(self, calls: int = 50) -> float:
+        """Measures the region's own cost: the median whole-device time of a call that does nothing. Call it
+        with the device to itself and before any candidate code is imported (a candidate could inflate it)."""
+        if self._flush is not None and self._subtract:
+            for _ in range(5):
+                self._region(lambda: None)
+            self.sync_cost_ms = float(np.median([self._region(lambda: None)[0] for _ in range(calls)]))
+        return self.sync_cost_ms
+
+    def _region(self, fn: Callable[[], object]) -> tuple[float, float, object]:
+        """(whole-device ms, current-stream ms, output) of one call after an L2 flush."""
+        self._flush.zero_()
+        self._sync()
+        begin, stream_end, device_end = (self._event(enable_timing=True) for _ in range(3))
+        self._record(begin)
+        out = fn()
+        self._record(stream_end)
+        self._sync()  # whole device: work hidden on another stream is inside the region
+        self._record(device_end)
+        self._wait(device_end)
+        return self._elapsed(begin, device_end), self._elapsed(begin, stream_end), out
+
     def time_call(self, fn: Callable[[], object]) -> float:
         """One call's time in ms."""
         return self.time_call_with_output(fn)[0]
@@ -55,15 +84,14 @@ class Timer:
             start = _clock_ns()
             out = fn()
             return (_clock_ns() - start) / 1e6, out
-        self._flush.zero_()
-        self._sync()
-        begin, end = self._event(enable_timing=True), self._event(enable_timing=True)
-        self._record(begin)
-        out = fn()
-        self._sync()  # whole device: work hidden on another stream is inside the region
-        self._record(end)
-        self._wait(end)
-        return self._elapsed(begin, end), out
+        device_ms, stream_ms, out = self._region(fn)
+        return region_time(device_ms, stream_ms, self.sync_cost_ms), out
+
+
+def region_time(device_ms: float, stream_ms: float, sync_cost_ms: float) -> float:
+    """A call's time: the whole device's, less the calibrated cost of synchronizing it, but never less than
+    the current stream's own (work on other streams stays counted; at most the calibration is forgiven)."""
+    return max(device_ms - sync_cost_ms, stream_ms)
 
 
 @dataclass

@@ -270,7 +270,8 @@ def run_baseline(job: ChildJob, sock: socket.socket) -> None:
         model = build_model(task.Model, task, job.init_seed, dtype, job.device)
         sets = [make_inputs(task, s, p, job.perturb, dtype, job.device)
                 for s, p in list(zip(job.trial_seeds, job.perturbed))[:INPUT_SETS_FOR_TIMING]]
-        timer = timing_mod.Timer(job.device)
+        timer = timing_mod.Timer(job.device, job.timing_config.subtract_sync_cost)
+        timer.calibrate()
         with torch.no_grad():
             eager = timing_mod.measure_alone(timer, lambda k: model(*sets[k]), len(sets), job.timing_config)
             compiled_ms: list[float] = []
@@ -358,14 +359,18 @@ def run_candidate(job: ChildJob, sock: socket.socket, eval_dir: str) -> None:
             # The reference is timed once before any candidate code exists in this process: a candidate that
             # slows torch down at import is caught by comparing with the interleaved times later.
             reference = build_model(task.Model, task, job.init_seed, dtype, job.device)
-            timer = timing_mod.Timer(job.device)
+            timer = timing_mod.Timer(job.device, job.timing_config.subtract_sync_cost)
             sets = [make_inputs(task, s, p, job.perturb, dtype, job.device)
                     for s, p in list(zip(job.trial_seeds, job.perturbed))[:INPUT_SETS_FOR_TIMING]]
             _wait_for_go(sock)  # the reference process has finished with the device
+            from kernelgym.workers.locks import device_lock
+
             with torch.no_grad():
-                pre_ref_times = timing_mod.measure_alone(
-                    timer, lambda k: reference(*sets[k]), len(sets),
-                    timing_mod.TimingConfig(trials=20, warmup=2, budget_s=1.0, min_trials=5))
+                with device_lock(job.device):  # alone on the device, like the timing itself
+                    timer.calibrate()
+                    pre_ref_times = timing_mod.measure_alone(
+                        timer, lambda k: reference(*sets[k]), len(sets),
+                        timing_mod.TimingConfig(trials=20, warmup=2, budget_s=1.0, min_trials=5))
                 if job.compile_baseline and job.cached_compile_ms is None:
                     protocol.send(sock, "stage", {"name": "compile_baseline"})
                     compiled = torch.compile(reference)
@@ -375,6 +380,11 @@ def run_candidate(job: ChildJob, sock: socket.socket, eval_dir: str) -> None:
         kernels.remote_builder = lambda request: _ask_worker_to_build(
             sock, {"language": request.language, "source": request.source, "flags": list(request.flags)})
         _install_load_inline_shim(sock)
+        if job.backend == "triton":
+            from kernelgym import triton_build
+
+            triton_build.route_builds_to(lambda request: _ask_worker_to_build(
+                sock, {"language": "triton_module", **request.to_meta()}))
         kernels.cuda_compile_only = job.mode == "compile"
         if job.mode == "interpret":
             os.environ["TRITON_INTERPRET"] = "1"
@@ -477,6 +487,7 @@ def _timing(job, sock, task, reference, model, sets, timer, pre_ref_times, integ
         own_calls = kernels.KERNEL_STATS.calls + (launches.count if launches else 0) - calls_before
         protocol.send(sock, "timing", {"rounds": [{"ref_ms": ref_times, "cand_ms": cand_times}],
                                        "pre_ref_ms": pre_ref_times, "device": _device_name(job.device),
+                                       "sync_cost_ms": timer.sync_cost_ms if job.device.startswith("cuda") else None,
                                        "tampered": tampered(integrity)[:5], "own_kernel_calls": own_calls,
                                        "candidate_calls": len(cand_times) + job.timing_config.warmup})
         kind, _, _ = protocol.recv(sock)

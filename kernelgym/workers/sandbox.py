@@ -31,7 +31,7 @@ def enter(eval_dir: str, output_fd: int, config: SandboxConfig, uses_gpu: bool) 
     os.dup2(output_fd, 2)
     os.chdir(eval_dir)
     tempfile.tempdir = eval_dir  # the worker's own temp folder was cached by tempfile before the fork
-    os.environ.update(HOME=eval_dir, TMPDIR=eval_dir, TRITON_CACHE_DIR=os.path.join(eval_dir, "triton"),
+    os.environ.update(HOME=eval_dir, TMPDIR=eval_dir, TRITON_HOME=eval_dir, TRITON_CACHE_DIR=os.path.join(eval_dir, "triton"),
                       TORCH_EXTENSIONS_DIR=os.path.join(eval_dir, "torch_extensions"),
                       OMP_NUM_THREADS=str(config.threads))
     if config.isolate_network:

@@ -48,24 +48,40 @@ def _serve(conn: Connection) -> None:
 def _preimport(has_gpu: bool) -> None:
     """Import once here what every evaluation needs, so each forked process starts with it loaded.
 
-    On a GPU machine only what cannot touch the CUDA driver: a driver initialized here would be unusable
-    in every forked process.
+    On a GPU machine nothing here may initialize the CUDA driver (it would be unusable in every forked
+    process): the workers ask NVML whether a GPU exists (PYTORCH_NVML_BASED_CUDA_CHECK), and Triton's driver
+    helper is compiled and loaded, never called.
     """
     import importlib
 
-    names = ["numpy", "kernelgym.evaluation.profile", "kernelgym.evaluation.compare", "torch.utils._python_dispatch"]
+    names = ["numpy", "kernelgym.evaluation.profile", "kernelgym.evaluation.compare", "torch.utils._python_dispatch",
+             "torch.profiler", "torch.utils.cpp_extension"]
     if not has_gpu:
         # Without a GPU, Triton can only interpret; the flag must be set before Triton is first imported.
         os.environ["TRITON_INTERPRET"] = "1"
-        names += ["torch.profiler", "torch.utils.cpp_extension", "triton", "triton.language"]
+    names += ["triton", "triton.language"]
     for name in names:
         try:
             importlib.import_module(name)
         except Exception:  # e.g. no Triton on this machine: the candidate will say so itself
             pass
+    if has_gpu:
+        _build_triton_driver()
     from kernelgym.evaluation.profile import warm_up
 
     warm_up()
+
+
+def _build_triton_driver() -> None:
+    """Triton compiles a C helper (its driver utilities) with the host compiler the first time a process
+    launches a kernel, into its cache. Each evaluation has a private, empty cache, so each paid that second
+    or so; built here once, from Triton's own source, every evaluation inherits it loaded."""
+    try:
+        import triton
+
+        triton.runtime.driver.active.utils  # noqa: B018 (creating the driver builds and loads the helper)
+    except Exception:  # no Triton, or no usable driver: the candidate's own launch will report it
+        pass
 
 
 def main() -> None:

@@ -151,3 +151,9 @@ def test_result_round_trips_through_a_dict(pool, relu):
     again = EvalResult.from_dict(result.to_dict())
     assert again.verdict is result.verdict and again.speedup == result.speedup
     assert again.to_feedback() == result.to_feedback()
+
+
+def test_timing_reports_the_clean_reference_and_no_sync_cost_on_the_cpu(pool, relu):
+    timing = pool.evaluate(relu, examples("cpp")[0].source, backend="cpp").timing
+    assert timing.sync_cost_ms is None  # only the GPU region has a synchronize to calibrate
+    assert timing.reference_pre_import_ms is not None and timing.reference_pre_import_ms > 0

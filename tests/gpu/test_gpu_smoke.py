@@ -163,3 +163,15 @@ def test_ncu_reports_counters_for_the_candidates_kernels(gpu_pool, backend):
     assert ours[0].memory_throughput_pct and ours[0].memory_throughput_pct > 30  # a streaming kernel
     assert ours[0].registers_per_thread and ours[0].registers_per_thread > 0
     assert "Nsight Compute" in result.to_feedback()
+
+
+def test_triton_launchers_come_from_the_workers_cache(gpu_pool):
+    """Triton up to 3.6 compiles a C launcher per kernel signature: kernelgym's worker builds and caches it."""
+    from triton.backends.nvidia import driver
+
+    if not hasattr(driver, "make_launcher"):
+        pytest.skip("this Triton launches through one generic launcher (nothing compiled per kernel)")
+    example = next(e for e in examples("triton") if e.task_id.endswith("L1/1_ReLU"))
+    result = gpu_pool.evaluate(bundled().get(example.task_id), example.source, backend="triton", size="gpu")
+    assert result.verdict is Verdict.OK, result.reasons
+    assert list((gpu_pool.cache_root / "triton_modules").glob("*/__triton_launcher*"))

@@ -1,0 +1,38 @@
+"""The timing stage's arithmetic: the in-region synchronize's cost comes off, hidden work never does."""
+
+from kernelgym.evaluation.timing import Timer, TimingConfig, measure_interleaved, region_time, speedup_interval
+
+
+def test_the_calibrated_sync_cost_comes_off_a_call():
+    assert region_time(device_ms=0.110, stream_ms=0.100, sync_cost_ms=0.012) == 0.100
+    assert abs(region_time(device_ms=1.020, stream_ms=0.990, sync_cost_ms=0.012) - 1.008) < 1e-12
+
+
+def test_work_on_another_stream_stays_counted():
+    # The current stream finished at once; the device was busy for 2 ms on a side stream.
+    assert abs(region_time(device_ms=2.015, stream_ms=0.004, sync_cost_ms=0.012) - 2.003) < 1e-12
+
+
+def test_never_below_what_the_current_stream_measured():
+    # A calibration larger than the call's own overhead (noise) cannot push a time below the stream's.
+    assert region_time(device_ms=0.050, stream_ms=0.045, sync_cost_ms=0.030) == 0.045
+
+
+def test_cpu_timer_has_nothing_to_calibrate():
+    timer = Timer("cpu")
+    assert timer.calibrate() == 0.0
+    assert timer.time_call(lambda: sum(range(1000))) > 0
+
+
+def test_interleaved_timing_alternates_and_respects_the_trial_count():
+    order = []
+    timer = Timer("cpu")
+    ref, cand, _ = measure_interleaved(timer, lambda k: order.append("ref"), lambda k: order.append("cand"), 2,
+                                       TimingConfig(trials=6, warmup=1))
+    assert len(ref) == len(cand) == 6
+    assert order[2:6] == ["ref", "cand", "cand", "ref"]  # after one warm-up pair, each trial swaps who goes first
+
+
+def test_speedup_interval_contains_its_point():
+    point, low, high = speedup_interval([2.0, 2.1, 1.9, 2.0] * 5, [1.0, 1.05, 0.95, 1.0] * 5)
+    assert abs(point - 2.0) < 1e-9 and low <= point <= high
