@@ -61,11 +61,12 @@ def available_metrics() -> frozenset[str]:
 
 
 def chosen_metrics(available: frozenset[str]) -> dict[str, str]:
-    """Field -> the first of its metrics that the host supports (all of them when the query gave nothing)."""
+    """Field -> the first of its metrics that the host supports (all of them when the query gave nothing).
+    Launch attributes (`launch__*`) are not hardware counters and not in ncu's metric list: always asked for."""
     chosen = {}
     for name, options in METRICS.items():
         for metric in options:
-            if not available or metric.split(".")[0] in available:
+            if not available or metric.startswith("launch__") or metric.split(".")[0] in available:
                 chosen[name] = metric
                 break
     return chosen

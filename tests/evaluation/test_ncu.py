@@ -42,10 +42,10 @@ def test_parse_without_a_table_gives_nothing():
 
 
 def test_only_metrics_the_host_supports_are_asked_for():
-    available = frozenset({"gpu__time_duration", "sm__throughput", "launch__registers_per_thread",
-                           "smsp__inst_executed_op_local_ld"})
+    available = frozenset({"gpu__time_duration", "sm__throughput", "smsp__inst_executed_op_local_ld"})
     chosen = ncu.chosen_metrics(available)
     assert chosen["duration_us"] == "gpu__time_duration.sum"
+    assert chosen["registers_per_thread"] == "launch__registers_per_thread"  # a launch attribute, never listed
     assert chosen["local_load_instructions"] == "smsp__inst_executed_op_local_ld.sum"  # the fallback name
     assert "memory_throughput_pct" not in chosen and "local_store_instructions" not in chosen
     cmd = ncu.command("/usr/bin/ncu", chosen, "/tmp/job")
