@@ -52,6 +52,7 @@ class Mode:
 
 
 MODE = Mode()
+PHASES = ("wall", "agreement", "throughput", "ncu", "load_inline")
 # Tasks large enough that a launch is well past launch overhead at the gpu size.
 AGREEMENT = [("cuda", "L1/10_Softmax"), ("cuda", "L1/16_RMSNorm"), ("cuda", "L1/2_Matmul_Square"),
              ("triton", "L1/15_LayerNorm"), ("triton", "L2/1_Gemm_BiasAdd_ReLU")]
@@ -228,7 +229,8 @@ def report(args, data: dict) -> str:
         f"- date: {datetime.date.today()}; machine: {_machine()}, {os.cpu_count()} cores; "
         f"python {platform.python_version()}, torch {torch.__version__}, triton {_triton_version()}, "
         f"kernelgym {kernelgym.__version__}",
-        f"- command: `python benchmarks/gpu_results.py --repeats {args.repeats} --workers {args.workers}` "
+        f"- command: `python benchmarks/gpu_results.py --repeats {args.repeats} --workers {args.workers} "
+        f"--phases {args.phases}` "
         "(through `bash benchmarks/gpu_run.sh results` on the H200 host)",
         "- KernelBench-style: `benchmarks/kernelbench_style/harness.py`, a fresh process per evaluation that imports "
         "the solution next to the reference, runs 5 correctness trials, then 100 timed trials per side with CUDA "
@@ -350,6 +352,7 @@ def main() -> None:
     parser.add_argument("--copies", type=int, default=2, help="new sources per solution in the throughput batch")
     parser.add_argument("--out", default=str(HERE / "RESULTS.md"))
     parser.add_argument("--smoke", action="store_true", help="no GPU: every phase with cpp solutions at the cpu size")
+    parser.add_argument("--phases", default=",".join(PHASES), help=f"comma-separated subset of {','.join(PHASES)}")
     args = parser.parse_args()
     global MODE
     MODE = Mode("cpu", "cpu", smoke=True) if args.smoke else Mode()
@@ -369,24 +372,32 @@ def main() -> None:
         Path(args.out).with_suffix(".json").write_text(json.dumps(data, indent=1))
         Path(args.out).write_text(report(args, data))
 
+    phases = set(args.phases.split(","))
+    if phases - set(PHASES):
+        sys.exit(f"unknown phase(s) {sorted(phases - set(PHASES))}; known: {', '.join(PHASES)}")
     # Cheapest and most important first; ncu (may run into its limit) and the KernelBench-format build last.
     data["empty_region"] = empty_region()
     print("empty_region", json.dumps(data["empty_region"]), flush=True)
     with kernelgym.EvalPool(workers=1) as pool:
         pool.evaluate(bundled().get("L1/1_ReLU"), relu[0].source, backend=relu[0].backend, size=MODE.size)  # warm up
-        data["wall"] += wall_times(pool, relu[:1] if args.smoke else relu, caches)
+        if "wall" in phases:
+            data["wall"] += wall_times(pool, relu[:1] if args.smoke else relu, caches)
+            save()
+        if "agreement" in phases:
+            data["agreement"] = agreement(pool, agree_set, args.repeats, caches)
+            save()
+    if "throughput" in phases:
+        data["throughput"] = throughput(agree_set, args.workers, args.copies)
+        print("throughput", json.dumps(data["throughput"]), flush=True)
         save()
-        data["agreement"] = agreement(pool, agree_set, args.repeats, caches)
+    if "ncu" in phases:
+        with kernelgym.EvalPool(workers=1) as pool:
+            data["ncu"] = ncu_cost(pool)
         save()
-    data["throughput"] = throughput(agree_set, args.workers, args.copies)
-    print("throughput", json.dumps(data["throughput"]), flush=True)
-    save()
-    with kernelgym.EvalPool(workers=1) as pool:
-        data["ncu"] = ncu_cost(pool)
-    save()
-    with kernelgym.EvalPool(workers=1) as pool:
-        data["wall"] += wall_times(pool, [load_inline], caches)
-    save()
+    if "load_inline" in phases:
+        with kernelgym.EvalPool(workers=1) as pool:
+            data["wall"] += wall_times(pool, [load_inline], caches)
+        save()
     print(Path(args.out).read_text())
 
 

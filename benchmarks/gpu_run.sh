@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Everything kernelgym runs on the H200 host, in one call: the gpu tests, the GPU benchmarks and a replay bench.
 #   bash benchmarks/gpu_run.sh [STEP ...]     steps: env tests results bench (default: all)
-# Knobs: TESTS_K (a pytest -k filter), TESTS_S / RESULTS_S / BENCH_S (step time limits), REPEATS, BENCH_BACKENDS.
+# Knobs: TESTS_K (a pytest -k filter), TESTS_S / RESULTS_S / BENCH_S (step time limits), REPEATS, PHASES (of
+# gpu_results.py), BENCH_BACKENDS.
 # One device call runs at most 10 minutes: run `env tests` in one call and `env results bench` in the next.
 # Logs and results go to $OUT (the device tool brings that folder back), at most 8 files.
 set -uo pipefail
@@ -26,7 +27,7 @@ if has tests; then
 fi
 if has results; then
   stamp results
-  timeout ${RESULTS_S:-420} python3 benchmarks/gpu_results.py --repeats ${REPEATS:-3} --out "$OUT/RESULTS.md" > "$OUT/results.log" 2>&1
+  timeout ${RESULTS_S:-420} python3 benchmarks/gpu_results.py --repeats ${REPEATS:-3} ${PHASES:+--phases "$PHASES"} --out "$OUT/RESULTS.md" > "$OUT/results.log" 2>&1
   echo "results rc=$?" | tee -a "$OUT/steps.log"
 fi
 if has bench; then

@@ -53,7 +53,7 @@ class Timer:
             self._elapsed = torch.cuda.Event.elapsed_time
             self._wait = torch.cuda.Event.synchronize
 
-    def calibrate(self, calls: int = 50) -> float:
+    def calibrate(self, calls: int = 100) -> float:
         """Measures the region's own cost: the median whole-device time of a call that does nothing. Call it
         with the device to itself and before any candidate code is imported (a candidate could inflate it)."""
         if self._flush is not None and self._subtract:

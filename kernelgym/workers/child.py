@@ -367,6 +367,8 @@ def run_candidate(job: ChildJob, sock: socket.socket, eval_dir: str) -> None:
 
             with torch.no_grad():
                 with device_lock(job.device):  # alone on the device, like the timing itself
+                    for k in range(len(sets)):  # a busy device first: its clocks as they will be while timing
+                        reference(*sets[k])
                     timer.calibrate()
                     pre_ref_times = timing_mod.measure_alone(
                         timer, lambda k: reference(*sets[k]), len(sets),
