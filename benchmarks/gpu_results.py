@@ -128,8 +128,10 @@ def agreement(pool, solutions: list[Solution], repeats: int, caches: Path) -> li
     rows = []
     for solution in solutions:
         source = solution.source
-        ours = [kernelgym_eval(pool, solution, source) for _ in range(repeats)]
-        raw = [kernelgym_eval(pool, solution, source, subtract_sync_cost=False) for _ in range(repeats)]
+        ours, raw = [], []
+        for _ in range(repeats):  # alternating, so that a drift of the device affects both alike
+            ours.append(kernelgym_eval(pool, solution, source))
+            raw.append(kernelgym_eval(pool, solution, source, subtract_sync_cost=False))
         theirs = kernelbench_style(solution, source, caches)
         speedups = [r["speedup"] for r in ours if r["speedup"]]
         rows.append({"solution": solution.label, "kernelgym_speedups": speedups, "kernelbench_style": theirs,
