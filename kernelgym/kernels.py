@@ -100,30 +100,39 @@ def library_path(request: BuildRequest, root: Path | None = None) -> Path:
 def compile_request(request: BuildRequest, root: Path | None = None, timeout_s: float = 300.0) -> Path:
     """Compile (or reuse) a shared library for the request; raises BuildError with the compiler log."""
     library = library_path(request, root)
-    out_dir = library.parent
     if library.exists():
         return library
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=out_dir.parent, prefix=".build-") as tmp:
-        os.chmod(tmp, 0o755)  # readable, not writable, by the unprivileged candidate that loads it
+
+    def compile_into(folder: Path) -> None:
         suffix = ".cu" if request.language == "cuda" else ".cpp"
-        src = Path(tmp) / f"kernel{suffix}"
+        src = folder / f"kernel{suffix}"
         src.write_text(request.source, encoding="utf-8", errors="surrogatepass")
-        command = _command(request, src, Path(tmp) / "lib.so")
+        command = _command(request, src, folder / "lib.so")
         try:
-            proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, cwd=tmp)
+            proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, cwd=folder)
         except FileNotFoundError:
             raise BuildError(f"compiler not found: {command[0]}", "") from None
         except subprocess.TimeoutExpired:
             raise BuildError(f"compiler ran past {timeout_s:.0f} s", "") from None
         if proc.returncode != 0:
             raise BuildError("compilation failed", (proc.stdout + proc.stderr).replace(str(src), src.name))
+
+    build_folder(library.parent, compile_into)
+    return library
+
+
+def build_folder(out_dir: Path, fill: Callable[[Path], None]) -> None:
+    """Runs `fill` in a fresh private folder next to `out_dir`, then moves it there in one rename, so no
+    reader ever sees a half-built folder. An exception from `fill` leaves nothing behind."""
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=out_dir.parent, prefix=".build-") as tmp:
+        os.chmod(tmp, 0o755)  # readable, not writable, by the unprivileged candidate that loads it
+        fill(Path(tmp))
         try:
             os.rename(tmp, out_dir)
         except OSError:  # another process built the same key first: theirs is as good as ours
             pass
         # TemporaryDirectory's cleanup tolerates the folder having been moved away.
-    return library
 
 
 def _command(request: BuildRequest, src: Path, out: Path) -> list[str]:

@@ -15,7 +15,6 @@ import os
 import shutil
 import subprocess
 import sysconfig
-import tempfile
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -78,22 +77,16 @@ def build(request: ModuleRequest, root: Path | None = None) -> Path:
         return target
     from triton.runtime.build import _build
 
-    target.parent.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=target.parent.parent, prefix=".build-") as tmp:
-        os.chmod(tmp, 0o755)  # readable, not writable, by the unprivileged candidate that loads it
-        src = Path(tmp) / f"{request.name}.c"
+    def compile_into(folder: Path) -> None:  # Triton's own command writes <name><EXT_SUFFIX> into `folder`
+        src = folder / f"{request.name}.c"
         src.write_text(request.source, encoding="utf-8", errors="surrogatepass")
         try:
-            built = Path(_build(request.name, str(src), tmp, list(request.library_dirs), list(request.include_dirs),
-                                list(request.libraries), []))
+            _build(request.name, str(src), str(folder), list(request.library_dirs), list(request.include_dirs),
+                   list(request.libraries), [])
         except (subprocess.CalledProcessError, RuntimeError, OSError) as exc:
             raise kernels.BuildError(f"Triton module {request.name} failed to build: {exc}", "") from None
-        if built.parent != Path(tmp):
-            shutil.copy(built, Path(tmp) / target.name)
-        try:
-            os.rename(tmp, target.parent)
-        except OSError:  # another worker built the same key first: theirs is as good as ours
-            pass
+
+    kernels.build_folder(target.parent, compile_into)
     return target
 
 
@@ -105,7 +98,7 @@ def route_builds_to(ask: Callable[[ModuleRequest], Path]) -> bool:
         return False
 
     def impl(name, src, srcdir, library_dirs, include_dirs, libraries):
-        # Triton adds its source folder to the includes; the worker has its own copy of the source.
+        # The worker writes its own copy of the source, so Triton's temporary folder is no include of ours.
         request = ModuleRequest(name, Path(src).read_text(), tuple(library_dirs),
                                 tuple(d for d in include_dirs if d and d != srcdir), tuple(libraries))
         return str(ask(request))
