@@ -17,7 +17,8 @@ class RayPoolConfig:
     # None: one actor per GPU of the cluster; on a cluster without GPUs, min(2, CPUs) per node (EvalPool's default).
     actors: int | None = None
     gpu: bool | None = None  # None: the cluster has GPUs
-    in_flight_per_actor: int = 2  # back-pressure: evaluations handed to one actor before it answers
+    # Back-pressure: evaluations handed to one actor before it answers; None: its workers + 1 (one waits ready).
+    in_flight_per_actor: int | None = None
     max_attempts: int = 3  # an evaluation whose actor died is judged again by its replacement, this often in all
     cpus_per_actor: float = 1.0
     # KERNELGYM_CACHE of the actors (the content-addressed build cache). None: each node's default folder, shared
@@ -31,6 +32,8 @@ class RayPoolConfig:
     def __post_init__(self) -> None:
         if self.actors is not None and self.actors < 1:
             raise ConfigError(f"actors must be at least 1, not {self.actors}")
+        if self.in_flight_per_actor is None:
+            self.in_flight_per_actor = (self.pool.workers or 1) + 1
         if self.in_flight_per_actor < 1:
             raise ConfigError(f"in_flight_per_actor must be at least 1, not {self.in_flight_per_actor}")
         if self.max_attempts < 1:

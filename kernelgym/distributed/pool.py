@@ -3,26 +3,25 @@
 Each actor owns a single-machine EvalPool (see actor.py), so the worker's scrubbed environment and the
 candidate's sandbox hold on every node. The driver keeps the queue: an actor is handed at most
 `in_flight_per_actor` evaluations at a time (one judged, the next already there), the rest wait here, so a burst
-of submissions never piles up inside Ray. Completion is event-driven (ObjectRef futures), never polled.
+of submissions never piles up inside Ray. A thread per evaluation in flight waits on its answer; nothing polls.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections import deque
 from collections.abc import Iterable, Iterator
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass, field
-from functools import partial
 
+from kernelgym.distributed.config import RayPoolConfig
 from kernelgym.errors import ConfigError, PoolClosedError
 from kernelgym.evaluation.pipeline import EvalJob
 from kernelgym.evaluation.result import EvalResult, Verdict
 from kernelgym.tasks.task import Task
 from kernelgym.workers.pool import make_job
-
-from kernelgym.distributed.config import RayPoolConfig
 
 
 def import_ray():
@@ -60,7 +59,10 @@ class RayEvalPool:
         nodes = plan(ray.nodes(), self.gpu, self.config.actors, self.config.cpus_per_actor)
         self._slots = [_Slot(self._start_actor(node), node) for node in nodes]
         self._pending: deque[tuple[EvalJob, Future]] = deque()
-        self._lock = threading.RLock()  # RLock: a ref's callback may run at once, inside _dispatch
+        self._lock = threading.Lock()
+        # One thread waits (ray.get) on each evaluation in flight: there are never more than `capacity`.
+        capacity = len(self._slots) * self.config.in_flight_per_actor
+        self._waiters = ThreadPoolExecutor(max_workers=capacity, thread_name_prefix="kernelgym-ray")
         self._closed = False
         self._all: set[Future] = set()
         try:
@@ -133,11 +135,10 @@ class RayEvalPool:
                 self._all.discard(future)
                 continue
             slot.in_flight += 1
-            ref = slot.actor.evaluate.remote(job)
-            ref.future().add_done_callback(partial(self._settle, slot, job, future))
+            self._waiters.submit(self._await, slot, job, future, slot.actor.evaluate.remote(job))
 
-    def _settle(self, slot: _Slot, job: EvalJob, future: Future, answer: Future) -> None:
-        result = _result_of(job, answer, self.config.max_attempts)
+    def _await(self, slot: _Slot, job: EvalJob, future: Future, ref) -> None:
+        result = _result_of(job, ref, self.config.max_attempts)
         with self._lock:
             slot.in_flight -= 1
             slot.done += 1
@@ -158,11 +159,11 @@ class RayEvalPool:
             self._closed = True
             waiting = list(self._all)
         wait_futures(waiting)
+        self._waiters.shutdown(wait=True)
         ray = import_ray()
-        try:
+        # A dead or stuck actor is ended by ray.kill below anyway.
+        with contextlib.suppress(Exception):
             ray.get([slot.actor.shutdown.remote() for slot in self._slots], timeout=30)
-        except Exception:  # a dead or stuck actor: ray.kill below ends it anyway
-            pass
         self._kill_actors()
         if self._owns_ray:
             ray.shutdown()
@@ -170,10 +171,8 @@ class RayEvalPool:
     def _kill_actors(self) -> None:
         ray = import_ray()
         for slot in self._slots:
-            try:
+            with contextlib.suppress(Exception):
                 ray.kill(slot.actor, no_restart=True)
-            except Exception:
-                pass
 
     def __enter__(self) -> RayEvalPool:
         return self
@@ -192,12 +191,13 @@ class RayEvalPool:
         return (default_pool, ())
 
 
-def _result_of(job: EvalJob, answer: Future, attempts: int) -> EvalResult:
+def _result_of(job: EvalJob, ref, attempts: int) -> EvalResult:
     """The actor's answer as an EvalResult; an actor lost `attempts` times, or a Ray failure, is a crash."""
+    import ray
     from ray.exceptions import RayActorError
 
     try:
-        return EvalResult.from_dict(answer.result())
+        return EvalResult.from_dict(ray.get(ref))
     except RayActorError as exc:
         reason = f"actor_died: the evaluation's Ray actor died {attempts} time(s) ({type(exc).__name__})"
     except Exception as exc:  # noqa: BLE001 - an answer, never an exception out of the pool

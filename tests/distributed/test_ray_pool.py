@@ -62,6 +62,15 @@ def test_parse_evaluator():
         parse_evaluator("dask")
 
 
+def test_bench_refuses_an_unknown_evaluator(tmp_path):
+    from kernelgym.agents.bench import BenchConfig, run_bench
+
+    config = BenchConfig(env="KernelGym-L1-v0", policy="replay:cpp", tasks="L1/1_ReLU", out=str(tmp_path),
+                         evaluator="dask", tensorboard=False)
+    with pytest.raises(ConfigError, match="--evaluator"):
+        run_bench(config, progress=False)
+
+
 @pytest.fixture(scope="module")
 def ray_pool():
     ray = pytest.importorskip("ray")  # the [dist] extra (CI installs it)
@@ -99,6 +108,28 @@ def test_same_verdicts_as_eval_pool(ray_pool, pool):
     assert [r.verdict for r in on_ray[: len(EXAMPLES)]] == [Verdict.OK] * len(EXAMPLES)
     assert all(r.verdict is not Verdict.OK for r in on_ray[len(EXAMPLES):])
     assert all(s["done"] > 0 for s in ray_pool.stats())  # both actors took work
+
+
+@pytest.mark.slow
+def test_vector_envs_and_the_trl_adapter_take_the_ray_pool(ray_pool, relu_solution):
+    import gymnasium as gym
+
+    from kernelgym.envs.trl_adapter import KernelToolEnv
+
+    fenced = f"```python\n{relu_solution}\n```"
+    envs = gym.make_vec("KernelGym-L1-v0", num_envs=2, vectorization_mode="sync", size="cpu", backend="cpp",
+                        pool=ray_pool, eval_options=FAST_JUDGE)
+    try:
+        assert all(env.unwrapped._pool is ray_pool for env in envs.envs)
+        envs.reset(seed=1, options={"task_id": "L1/1_ReLU"})
+        _, rewards, *_, infos = envs.step((fenced, fenced))
+        assert list(infos["verdict"]) == ["ok", "ok"] and (rewards > 0).all()
+    finally:
+        envs.close()
+    tool_env = KernelToolEnv("KernelGym-L1-v0", pool=ray_pool, size="cpu", backend="cpp", eval_options=FAST_JUDGE)
+    tool_env.reset(task_id="L1/1_ReLU")
+    assert tool_env._env.unwrapped._pool is ray_pool
+    assert "ok" in tool_env.submit_kernel(relu_solution).lower() and tool_env.get_reward() > 0
 
 
 @pytest.mark.slow
