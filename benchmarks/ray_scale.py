@@ -339,7 +339,8 @@ def plot(path: Path, study: dict) -> None:
 
     fig, ax = plt.subplots(figsize=(8, 5.2))
     for name, rows in study["simulated"].items():
-        ax.plot([r["gpus"] for r in rows], [r["per_s"] for r in rows], marker="o", label=name)
+        style = ":" if "slower" in name else "-"
+        ax.plot([r["gpus"] for r in rows], [r["per_s"] for r in rows], marker="o", linestyle=style, label=name)
     cap = 1.0 / study["driver_s"]
     ax.axhline(cap, color="k", linestyle="--", linewidth=1,
                label=f"driver alone (measured here): {cap:.0f} evaluations/s")
@@ -360,7 +361,8 @@ def main() -> None:
     parser.add_argument("--evaluations", type=int, default=4000, help="per simulated point")
     parser.add_argument("--measure-actors", default="1,2,4,8", help="fake actors for the measured part")
     parser.add_argument("--scale", type=float, default=0.05, help="service times x this in the measured part")
-    parser.add_argument("--no-measure", action="store_true", help="simulate only (driver cost from --driver-s)")
+    parser.add_argument("--no-measure", action="store_true",
+                        help="simulate only, keeping the measured part of an earlier --out/ray_scale.json")
     parser.add_argument("--driver-s", type=float, default=None)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
@@ -370,6 +372,10 @@ def main() -> None:
                                "cold_mean_s": statistics.mean(s.total for s in cold),
                                "cold_build_mean_s": statistics.mean(s.build for s in cold),
                                "warm_mean_s": statistics.mean(s.total for s in warm)}}
+    earlier = out / "ray_scale.json"
+    if args.no_measure and earlier.exists():
+        kept = json.loads(earlier.read_text())
+        study.update({k: kept[k] for k in ("measured_driver_only", "measured") if k in kept})
     if not args.no_measure:
         import ray
 
@@ -380,12 +386,16 @@ def main() -> None:
         ray.shutdown()
     # The driver's cost: the fastest the real dispatch path went with service time zero (whatever the actors).
     driver_s = args.driver_s or 1.0 / max(r["per_s"] for r in study["measured_driver_only"])
+    slow_driver = Scenario("2 workers per GPU, a driver 100x slower (0.1 s per evaluation)", workers_per_gpu=2,
+                           driver_s=100 * driver_s)
     study["driver_s"] = driver_s
     study["simulated"] = {}
     for scenario in SCENARIOS:
         scenario.driver_s = driver_s
         study["simulated"][scenario.name] = [simulate(n, scenario, cold, warm, args.evaluations, args.seed)
                                              for n in NS]
+    study["simulated"][slow_driver.name] = [simulate(n, slow_driver, cold, warm, args.evaluations, args.seed)
+                                            for n in NS]
     study["driver_limited_64"] = driver_limited(driver_s, cold, warm, args.evaluations, args.seed)
     study["run_b_check"] = run_b_check(cold, warm, args.seed)
     if "measured" in study:  # the simulation at the measured points, for comparison

@@ -17,7 +17,7 @@ from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass, field
 
 from kernelgym.distributed.config import RayPoolConfig
-from kernelgym.errors import ConfigError, PoolClosedError
+from kernelgym.errors import ConfigError, KernelGymError, PoolClosedError
 from kernelgym.evaluation.pipeline import EvalJob
 from kernelgym.evaluation.result import EvalResult, Verdict
 from kernelgym.tasks.task import Task
@@ -52,10 +52,22 @@ class RayEvalPool:
         self._owns_ray = not ray.is_initialized()
         if self._owns_ray:
             ray.init(**_init_kwargs(self.config))
-        cluster = ray.cluster_resources()
-        self.gpu = cluster.get("GPU", 0) > 0 if self.config.gpu is None else self.config.gpu
+        self._slots: list[_Slot] = []
+        try:
+            self._start()
+        except BaseException as exc:
+            self._kill_actors()
+            if self._owns_ray:
+                ray.shutdown()
+            if isinstance(exc, KernelGymError):
+                raise
+            raise KernelGymError(f"the Ray evaluation actors did not start: {type(exc).__name__}: {exc}") from exc
+
+    def _start(self) -> None:
+        ray = import_ray()
         from kernelgym.distributed.placement import plan
 
+        self.gpu = ray.cluster_resources().get("GPU", 0) > 0 if self.config.gpu is None else self.config.gpu
         nodes = plan(ray.nodes(), self.gpu, self.config.actors, self.config.cpus_per_actor)
         self._slots = [_Slot(self._start_actor(node), node) for node in nodes]
         self._pending: deque[tuple[EvalJob, Future]] = deque()
@@ -65,11 +77,8 @@ class RayEvalPool:
         self._waiters = ThreadPoolExecutor(max_workers=capacity, thread_name_prefix="kernelgym-ray")
         self._closed = False
         self._all: set[Future] = set()
-        try:
-            ray.get([slot.actor.info.remote() for slot in self._slots], timeout=self.config.start_timeout_s)
-        except Exception:
-            self._kill_actors()
-            raise
+        # Every actor placed, its EvalPool made (the first evaluation starts its worker, as in EvalPool).
+        ray.get([slot.actor.info.remote() for slot in self._slots], timeout=self.config.start_timeout_s)
 
     @property
     def size(self) -> int:

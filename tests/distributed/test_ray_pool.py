@@ -113,7 +113,6 @@ def test_same_verdicts_as_eval_pool(ray_pool, pool):
 @pytest.mark.slow
 def test_vector_envs_and_the_trl_adapter_take_the_ray_pool(ray_pool, relu_solution):
     import gymnasium as gym
-
     from kernelgym.envs.trl_adapter import KernelToolEnv
 
     fenced = f"```python\n{relu_solution}\n```"
