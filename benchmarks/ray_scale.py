@@ -298,6 +298,7 @@ SCENARIOS = [
     Scenario("1 worker per GPU (the default)"),
     Scenario("2 workers per GPU", workers_per_gpu=2),
     Scenario("2 workers per GPU, GPU stages take turns", workers_per_gpu=2, gpu_exclusive=True),
+    Scenario("2 workers per GPU, 8 build cores per 8-GPU node", workers_per_gpu=2, build_cores_per_node=8),
     Scenario("2 workers per GPU, 4 build cores per 8-GPU node", workers_per_gpu=2, build_cores_per_node=4),
     Scenario("2 workers per GPU, half the builds cached", workers_per_gpu=2, cache_hit_rate=0.5),
 ]

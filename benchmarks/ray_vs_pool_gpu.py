@@ -76,7 +76,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default=os.environ.get("OUT", "."))
     parser.add_argument("--candidates", type=int, default=20)
-    parser.add_argument("--budget-s", type=float, default=160.0, help="no new candidate starts after this")
+    parser.add_argument("--budget-s", type=float, default=150.0, help="no new candidate starts after this")
     parser.add_argument("--smoke", action="store_true", help="cpp examples on the CPU (checks the script anywhere)")
     args = parser.parse_args()
     out = Path(args.out)
