@@ -362,8 +362,11 @@ class _Evaluation:
         finally:
             if fd is not None:
                 os.close(fd)
-            self.reference.send(m.Release(record.number))
-            self.candidate.send(m.Release(record.number))
+            for process in (self.reference, self.candidate):
+                try:
+                    process.send(m.Release(record.number))
+                except Died:  # the stage that raised says why; a dead process needs no release
+                    pass
         return record
 
     def _reference_inputs(self, number: int) -> tuple[m.Inputs, int | None]:

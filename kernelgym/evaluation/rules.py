@@ -110,6 +110,9 @@ class Reason(str):
         self.rule, self.message = name, message
         return self
 
+    def __reduce__(self):  # copies and pickles keep the rule
+        return (Reason, (self.rule, self.message))
+
     @property
     def verdict(self) -> Verdict | None:
         rule = RULES.get(self.rule)
