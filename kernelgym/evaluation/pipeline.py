@@ -111,6 +111,11 @@ class Pipeline:
                 result.timing.verified = False
         finally:
             shutil.rmtree(eval_dir, ignore_errors=True)
+        if self.has_gpu and _cuda_initialized_here():
+            # Evidence in this trusted process, never the candidate's word: forked processes can no longer
+            # use the GPU, so the verdict is the judge's failure and the worker must be replaced.
+            result.verdict = Verdict.INFRASTRUCTURE_ERROR
+            result.reasons.append(reason(rules.JUDGE_FAILED, "the worker's own process initialized CUDA"))
         result.wall_s = round(time.monotonic() - started, 3)
         return result
 
@@ -185,6 +190,12 @@ class Pipeline:
             return "timeout", {}
         finally:
             child.close()
+
+
+def _cuda_initialized_here() -> bool:
+    import torch
+
+    return bool(torch.cuda.is_initialized())
 
 
 def _seed_source(options: EvalOptions):
