@@ -222,6 +222,7 @@ class _Evaluation:
         self.ready: m.Ready | None = None
         self.batches = 0
         self.build_s, self.cached = 0.0, True
+        self.stage = "load"  # the stage under way, named in timeouts and crashes
 
     def run(self) -> None:
         try:
@@ -361,7 +362,7 @@ class _Evaluation:
         try:
             if inputs.ipc:  # GPU: the candidate maps the reference's input sets before the clock starts
                 self.candidate.send(m.RunBatch(record.number, ipc=inputs.ipc, map_only=True))
-                self.receive(m.BatchDone, "forward", self.options.timeout_s)
+                self.receive(m.BatchDone, self.stage, self.options.timeout_s)
             order = ("candidate", "reference") if candidate_first else ("reference", "candidate")
             done = None
             for side in order:
@@ -409,7 +410,7 @@ class _Evaluation:
         cpu_before = self.candidate.cpu_seconds() if self.device == "cpu" else 0.0
         start = time.perf_counter_ns()
         self.candidate.send(message, fds=[fd] if fd is not None else ())
-        done = self.receive(m.BatchDone, "forward", self.options.timeout_s)
+        done = self.receive(m.BatchDone, self.stage, self.options.timeout_s)
         record.candidate_ms = (time.perf_counter_ns() - start) / 1e6
         self.done_at = time.perf_counter_ns()
         if self.device == "cpu":
@@ -481,24 +482,30 @@ class _Evaluation:
 
     # correctness -----------------------------------------------------------------------------------------------
     def correctness(self) -> None:
+        self.stage = "correctness"
         started = time.monotonic()
         n = self.options.correctness_trials
         perturbed = [i >= n - self.options.perturbed_trials and self.job.perturb != "none" for i in range(n)]
         result = CorrectnessResult(passed=False, atol=self.atol, rtol=self.rtol)
         self.result.correctness = result
         self._check_fits(per_batch=1)
-        try:
-            self.first_batch = self.batch(self.seeds(n), perturbed)
-        except _Mismatch as mismatch:
-            trial = mismatch.trial
-            trial.perturbed = perturbed[mismatch.call]
-            trial.index = mismatch.call
-            result.trials.append(trial)
-            which = " (perturbed inputs)" if trial.perturbed else ""
-            raise _end(rules.INCORRECT, f"trial {mismatch.call + 1}{which}: {trial.message}") from None
+        seeds, per_batch = self.seeds(n), self._calls_that_fit(n, share=0.8)
+        for first in range(0, n, per_batch):  # shipped-size tasks: as many sets at once as the device holds
+            chunk = slice(first, first + per_batch)
+            try:
+                record = self.batch(seeds[chunk], perturbed[chunk])
+            except _Mismatch as mismatch:
+                call = first + mismatch.call
+                trial = mismatch.trial
+                trial.index, trial.perturbed = call, perturbed[call]
+                result.trials.append(trial)
+                which = " (perturbed inputs)" if trial.perturbed else ""
+                raise _end(rules.INCORRECT, f"trial {call + 1}{which}: {trial.message}") from None
+            self._require_own_kernels(record)
+            if first == 0:
+                self.first_batch = record
         result.trials = [TrialResult(i, perturbed[i], True) for i in range(n)]
         result.passed = True
-        self._require_own_kernels(self.first_batch)
         self.result.stage_s["correctness"] = round(time.monotonic() - started, 3)
 
     def _check_fits(self, per_batch: int) -> None:
@@ -518,6 +525,7 @@ class _Evaluation:
 
     # timing ------------------------------------------------------------------------------------------------------
     def timing(self) -> None:
+        self.stage = "timing"
         started = time.monotonic()
         options = self.options
         round_trip = self._round_trip_ms()
@@ -547,9 +555,10 @@ class _Evaluation:
         self._roofline(timing)
         self.result.timing = timing
         self.result.stage_s["timing"] = round(time.monotonic() - started, 3)
-        if not reproduced:
-            raise _end(rules.NOT_REPRODUCED, f"speedup {speedup:.2f}x did not reproduce within "
-                                             f"{options.reproduce_tolerance:.0%}")
+        if not reproduced:  # noise, not evidence: the speedup is simply not verified
+            self.result.reasons.append(reason(rules.NOT_REPRODUCED, f"an implausible speedup did not reproduce "
+                                                                    f"within {options.reproduce_tolerance:.0%}; "
+                                                                    "both measurements are pooled, unverified"))
         self._check_cores(timing, cpu_s, wall_s)
 
     def _rounds(self, calls: int, round_trip: float) -> tuple[list[float], list[float], float, float]:
@@ -589,10 +598,12 @@ class _Evaluation:
             times.append((time.perf_counter_ns() - start) / 1e6)
         return sorted(times[2:])[len(times[2:]) // 2]
 
-    def _calls_that_fit(self, calls: int) -> int:
+    def _calls_that_fit(self, calls: int, share: float = 0.4) -> int:
+        """Calls per batch that fit: each holds an input set (and, on the GPU, the reference's private copy)
+        and two sets of outputs (the reference's and the candidate's)."""
         ready = self.ready
         per_call = 3 * ready.input_bytes + 2 * ready.output_bytes
-        budget = (1 << 30) if self.device == "cpu" else int(0.4 * (ready.device_memory_bytes or 8 << 30))
+        budget = (1 << 30) if self.device == "cpu" else int(share * (ready.device_memory_bytes or 8 << 30))
         return max(1, min(calls, budget // max(per_call, 1)))
 
     def _check_cores(self, timing: TimingResult, cpu_s: float, wall_s: float) -> None:
@@ -621,6 +632,7 @@ class _Evaluation:
 
     # profile -----------------------------------------------------------------------------------------------------
     def profile(self) -> None:
+        self.stage = "profile"
         started = time.monotonic()
         calls = self.result.timing.calls_per_batch if self.result.timing and self.result.timing.calls_per_batch else 1
         with _timed_outputs_checked():

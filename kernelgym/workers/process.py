@@ -242,6 +242,12 @@ def _become_namespace_init() -> None:
         except OSError:
             pass
     _, status = os.waitpid(child, 0)
+    if os.WIFSIGNALED(status):  # end the same way, so the worker reads the real cause (SIGSEGV, SIGKILL...)
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
+        os.kill(os.getpid(), os.WTERMSIG(status))
     os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status))
 
 

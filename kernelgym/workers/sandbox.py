@@ -15,6 +15,7 @@ PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS, PR_SET_SECUREBITS = 4, 24
 SECURE_ALL_BITS_LOCKED = 0x2F  # NOROOT, NO_SETUID_FIXUP, KEEP_CAPS_LOCKED..., each with its lock
 NOBODY_UID = 65534
 _libc = ctypes.CDLL(None, use_errno=True)
+_own_mount_namespace = False  # set once this process has unshared its mounts: only then may it remount
 
 
 @dataclass
@@ -73,6 +74,8 @@ def enter_namespaces(config: SandboxConfig, uses_gpu: bool) -> tuple[list[str], 
     if flags and _libc.unshare(flags) != 0:
         notes.append(f"namespaces unavailable (unshare failed, errno {ctypes.get_errno()})")
         return notes, False
+    global _own_mount_namespace
+    _own_mount_namespace = bool(flags & CLONE_NEWNS)
     return notes, bool(pid_ns)
 
 
@@ -80,6 +83,8 @@ def _read_only_world(eval_dir: str, private_shm: bool) -> list[str]:
     """A private mount table: every mount read-only except the evaluation's folder and (off the GPU, where
     CUDA IPC needs the shared one) a private /dev/shm; a /proc of its own PID namespace when it has one."""
     notes: list[str] = []
+    if not _own_mount_namespace:  # never touch the machine's own mount table
+        return ["read-only filesystem unavailable (no mount namespace of its own)"]
     if _libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None) != 0:
         return [f"read-only filesystem unavailable (errno {ctypes.get_errno()})"]
     _libc.mount(eval_dir.encode(), eval_dir.encode(), None, MS_BIND | MS_REC, None)
