@@ -94,7 +94,8 @@ def main() -> int:
     if "probe" in parts:  # the full sandbox (namespaces, no capabilities) with CUDA: fall back and say so
         ex = examples("triton")[0]
         started = time.monotonic()
-        result = pool.evaluate(tasks[ex.task_id], ex.source, backend="triton", size="gpu", **options)
+        result = pool.evaluate(tasks[ex.task_id], ex.source, backend="triton", size="gpu", timeout_s=20,
+                               build_timeout_s=60, **options)
         record("probe-full-sandbox", ex.task_id, result, started)
         if result.verdict.value != "ok":
             pool.close()
