@@ -32,8 +32,8 @@ from kernelgym.agents.baselines.common import EpisodeRecord, episode_key
 IDENTITY = ("env", "policy", "baseline", "baseline_options", "backend", "size", "turns", "reward", "eval_options")
 
 
-class BenchError(RuntimeError):
-    pass
+class BenchError(KernelGymError, RuntimeError):
+    """A bench that cannot run as asked (unknown environment, no matching task, another run's folder)."""
 
 
 @dataclass

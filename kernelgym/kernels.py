@@ -35,6 +35,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from kernelgym.errors import KernelGymError
+
 # Bound before any candidate code runs, so a patched `time` cannot change what kernelgym measures.
 _clock_ns = time.perf_counter_ns
 
@@ -42,7 +44,7 @@ CPP_FLAGS = ("-O3", "-std=c++17", "-fPIC", "-shared", "-fopenmp", "-march=native
 CUDA_FLAGS = ("-O3", "-std=c++17", "-shared", "-Xcompiler", "-fPIC", "-lineinfo")
 
 
-class BuildError(RuntimeError):
+class BuildError(KernelGymError, RuntimeError):
     """The compiler rejected the source; `log` holds its output."""
 
     def __init__(self, message: str, log: str):

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from kernelgym.agents.baselines.common import EpisodeRecord, TurnRecord, episode_key
+from kernelgym.errors import ConfigError, did_you_mean
 
 BASELINES = ("one_shot", "best_of_n", "refine", "kforge")
 CONFIGS = {"one_shot": "OneShotConfig", "best_of_n": "BestOfNConfig", "refine": "RefineConfig",
@@ -17,7 +18,7 @@ CONFIGS = {"one_shot": "OneShotConfig", "best_of_n": "BestOfNConfig", "refine": 
 def get(name: str):
     """The baseline's module (with `run_episode`, `NAME` and its config class)."""
     if name not in BASELINES:
-        raise ValueError(f"unknown baseline {name!r}; choose from {', '.join(BASELINES)}")
+        raise ConfigError(f"unknown baseline {name!r}; choose from {', '.join(BASELINES)}.{did_you_mean(name, BASELINES)}")
     return importlib.import_module(f"kernelgym.agents.baselines.{name}")
 
 

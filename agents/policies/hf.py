@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelgym.agents.policy import SYSTEM_PROMPT, BasePolicy, to_messages
+from kernelgym.errors import ConfigError, did_you_mean
 
 
 @dataclass
@@ -36,7 +37,8 @@ class SamplingConfig:
         known = {f.name for f in dataclasses.fields(self)}
         unknown = set(changes) - known
         if unknown:
-            raise ValueError(f"unknown sampling option(s) {sorted(unknown)}; known: {sorted(known)}")
+            hint = did_you_mean(sorted(unknown)[0], known)
+            raise ConfigError(f"unknown sampling option(s) {sorted(unknown)}; known: {sorted(known)}.{hint}")
         return dataclasses.replace(self, **{k: v for k, v in changes.items() if v is not None})
 
     def generate_kwargs(self) -> dict[str, Any]:

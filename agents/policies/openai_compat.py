@@ -18,11 +18,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from kernelgym.agents.policy import SYSTEM_PROMPT, BasePolicy, to_messages
+from kernelgym.errors import KernelGymError
 
 RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 
 
-class EndpointError(RuntimeError):
+class EndpointError(KernelGymError, RuntimeError):
     """The endpoint failed after every retry (or with an error that retrying cannot fix)."""
 
 

@@ -6,7 +6,7 @@ import fnmatch
 import random
 from collections.abc import Callable, Iterable, Iterator
 
-from kernelgym.errors import TaskNotFoundError
+from kernelgym.errors import TaskNotFoundError, did_you_mean
 from kernelgym.tasks.task import Task
 
 
@@ -53,7 +53,8 @@ class TaskSet:
             return matches[0]
         if len(matches) > 1:
             raise TaskNotFoundError(f"{task_id!r} is ambiguous: {[t.id for t in matches][:5]}")
-        raise TaskNotFoundError(f"no task {task_id!r} in {self.description}")
+        known = [name for t in self for name in (t.id, t.id.split("/", 1)[-1])]
+        raise TaskNotFoundError(f"no task {task_id!r} in {self.description}.{did_you_mean(task_id, known)}")
 
     def __getitem__(self, key: int | str) -> Task:
         return self.get(key) if isinstance(key, str) else self._tasks()[key]

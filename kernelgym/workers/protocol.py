@@ -11,12 +11,14 @@ import socket
 import struct
 from typing import Any
 
+from kernelgym.errors import KernelGymError
+
 MAX_HEADER_BYTES = 4 << 20
 MAX_BLOB_BYTES = 4 << 30
 _LENGTH = struct.Struct("!Q")
 
 
-class ProtocolError(Exception):
+class ProtocolError(KernelGymError):
     """The peer sent something that is not a well-formed message (or hung up)."""
 
 
