@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kernelgym.agents.policy import SYSTEM_PROMPT, BasePolicy, to_messages
+from kernelgym.agents.policy import SYSTEM_PROMPT, BasePolicy, PolicyInfo, PolicyObservation, to_messages
 from kernelgym.errors import ConfigError, did_you_mean
 
 
@@ -163,10 +163,10 @@ class HFPolicy(BasePolicy):
 
     # the Policy protocol ---------------------------------------------------------------------------------------
 
-    def act(self, observation: dict[str, Any], info: dict[str, Any]) -> str:
+    def act(self, observation: PolicyObservation, info: PolicyInfo) -> str:
         return self.act_batch([observation], [info])[0]
 
-    def act_batch(self, observations: Sequence[dict[str, Any]], infos: Sequence[dict[str, Any]]) -> list[str]:
+    def act_batch(self, observations: Sequence[PolicyObservation], infos: Sequence[PolicyInfo]) -> list[str]:
         conversations = [to_messages(o, self.system_prompt) for o in observations]
         return [g.text for g in self.generate(conversations)]
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelgym.agents.policies.scripted import fence
-from kernelgym.agents.policy import BasePolicy, Reply
+from kernelgym.agents.policy import BasePolicy, PolicyInfo, PolicyObservation, Reply
 from kernelgym.errors import ConfigError, did_you_mean
 
 _LEVEL_DIR = re.compile(r"^level(\d+)$")
@@ -106,7 +106,7 @@ class ReplayPolicy(BasePolicy):
         """Turns an episode needs to play every file of the task that has the most."""
         return max([len(self.files_for(t)) for t in task_ids] + [1])
 
-    def act(self, observation: dict[str, Any], info: dict[str, Any]) -> str:
+    def act(self, observation: PolicyObservation, info: PolicyInfo) -> str:
         if info.get("role") == "analyst":  # asked for advice (kforge): a replay has none
             return Reply("No recommendations: this is a replay policy.", replay=None)
         task_id = str(info.get("task_id") or "")
