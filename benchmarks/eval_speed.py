@@ -12,7 +12,6 @@ import argparse
 import datetime
 import json
 import platform
-import statistics
 import subprocess
 import sys
 import time
@@ -23,6 +22,7 @@ import torch
 
 import kernelgym
 from kernelgym.solutions import examples
+from kernelgym.stats import median
 from kernelgym.tasks import bundled
 
 HERE = Path(__file__).parent
@@ -54,8 +54,8 @@ def kernelgym_times(backend: str, size: str, repeats: int) -> dict:
             speedups.append(result.speedup)
             timed = result.stage_s.get("timing", 0.0) + result.stage_s.get("profile", 0.0)
             overhead.append(warm[-1] - timed)
-    return {"cold_s": statistics.median(cold), "warm_s": statistics.median(warm),
-            "warm_harness_s": statistics.median(overhead), "speedup": statistics.median(s for s in speedups if s),
+    return {"cold_s": median(cold), "warm_s": median(warm), "warm_harness_s": median(overhead),
+            "speedup": median(s for s in speedups if s),
             "stage_s": result.stage_s}
 
 

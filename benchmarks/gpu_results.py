@@ -32,6 +32,7 @@ import torch
 import kernelgym
 from eval_speed import fresh  # a source no cache has seen (benchmarks/ is on sys.path when run as a script)
 from kernelgym.solutions import examples
+from kernelgym.stats import median
 from kernelgym.tasks import bundled
 
 HERE = Path(__file__).parent
@@ -161,8 +162,8 @@ def empty_region() -> dict:
         torch.cuda.synchronize()
         events.append(begin.elapsed_time(end))
     events.sort()
-    return {"kernelgym_ms": ours[len(ours) // 2], "events_only_ms": events[len(events) // 2],
-            "sync_cost_ms": sync_cost, "kernelgym_calibrated_ms": after[len(after) // 2]}
+    return {"kernelgym_ms": median(ours), "events_only_ms": median(events),
+            "sync_cost_ms": sync_cost, "kernelgym_calibrated_ms": median(after)}
 
 
 def ncu_cost(pool) -> list[dict]:
@@ -214,11 +215,6 @@ def throughput(solutions: list[Solution], workers: int, copies: int) -> dict:
             "sum_of_evaluation_walls_s": serial_s, "verdicts": [r.verdict.value for r in results]}
 
 
-def _median(values):
-    values = [v for v in values if v is not None]
-    return statistics.median(values) if values else None
-
-
 def _fmt(value, digits=2):
     return "-" if value is None else f"{value:.{digits}f}"
 
@@ -265,7 +261,7 @@ def report(args, data: dict) -> str:
     diffs, cvs = [], []
     for row in agree:
         sp = row["kernelgym_speedups"]
-        ours = _median(sp)
+        ours = median(sp, default=None)
         cv = statistics.pstdev(sp) / statistics.mean(sp) if len(sp) > 1 else None
         theirs = row["kernelbench_style"].get("speedup")
         diff = (ours / theirs - 1) if ours and theirs else None
@@ -276,7 +272,7 @@ def report(args, data: dict) -> str:
         raw = row.get("raw_speedups") or []
         raw_cv = statistics.pstdev(raw) / statistics.mean(raw) if len(raw) > 1 else None
         lines.append(f"| {row['solution']} | {_fmt(ours, 3)} | {_fmt(cv and 100 * cv, 2)}% | {_fmt(theirs, 3)} | "
-                     f"{_fmt(diff and 100 * diff, 1)}% | {_fmt(_median(raw), 3)} ({_fmt(raw_cv and 100 * raw_cv, 2)}%) | "
+                     f"{_fmt(diff and 100 * diff, 1)}% | {_fmt(median(raw, default=None), 3)} ({_fmt(raw_cv and 100 * raw_cv, 2)}%) | "
                      f"{row['kernelbench_style'].get('correct', 'error')} |")
     lines += ["", "Times per side (ms; kernelgym: medians over the repeats of each evaluation's median, with the "
                   "reference alone before the candidate's import and the calibrated sync cost; KB-style: means):", "",
@@ -284,10 +280,10 @@ def report(args, data: dict) -> str:
               "KB-style reference | KB-style candidate |", "|---|---|---|---|---|---|---|"]
     for row in agree:
         runs, theirs = row.get("runs", []), row["kernelbench_style"]
-        lines.append(f"| {row['solution']} | {_fmt(_median([r['ref_ms'] for r in runs]), 4)} | "
-                     f"{_fmt(_median([r['cand_ms'] for r in runs]), 4)} | "
-                     f"{_fmt(_median([r['ref_pre_import_ms'] for r in runs]), 4)} | "
-                     f"{_fmt(_median([r['sync_cost_ms'] for r in runs]), 4)} | {_fmt(theirs.get('ref_ms'), 4)} | "
+        lines.append(f"| {row['solution']} | {_fmt(median([r['ref_ms'] for r in runs], default=None), 4)} | "
+                     f"{_fmt(median([r['cand_ms'] for r in runs], default=None), 4)} | "
+                     f"{_fmt(median([r['ref_pre_import_ms'] for r in runs], default=None), 4)} | "
+                     f"{_fmt(median([r['sync_cost_ms'] for r in runs], default=None), 4)} | {_fmt(theirs.get('ref_ms'), 4)} | "
                      f"{_fmt(theirs.get('new_ms'), 4)} |")
     empty = data.get("empty_region")
     if empty:
@@ -296,9 +292,9 @@ def report(args, data: dict) -> str:
                       f"sync cost {1e3 * empty['sync_cost_ms']:.1f} us, after which an empty region measures "
                       f"{1e3 * empty['kernelgym_calibrated_ms']:.1f} us."]
     if diffs:
-        lines += ["", f"Median |difference| {100 * statistics.median(diffs):.1f}%, largest {100 * max(diffs):.1f}%; "
+        lines += ["", f"Median |difference| {100 * median(diffs):.1f}%, largest {100 * max(diffs):.1f}%; "
                       f"within 5% for {sum(d <= 0.05 for d in diffs)}/{len(diffs)}. "
-                      f"Median CV {100 * statistics.median(cvs):.2f}%, largest {100 * max(cvs):.2f}%; "
+                      f"Median CV {100 * median(cvs):.2f}%, largest {100 * max(cvs):.2f}%; "
                       f"at most 2% for {sum(c <= 0.02 for c in cvs)}/{len(cvs)}."]
     if through:
         lines += [
