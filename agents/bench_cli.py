@@ -7,6 +7,7 @@ import shlex
 import sys
 
 import typer
+
 from kernelgym.agents.baselines import BASELINES
 
 
@@ -30,16 +31,15 @@ def bench_command(
     reward: str = typer.Option("speedup", "--reward", help="reward function name (kernelgym.rewards)"),
     seed: int = typer.Option(0, "--seed"),
     kernelbench_root: str | None = typer.Option(None, "--kernelbench-root", help="KernelBench checkout for KernelBench-*"),
-    baseline_option: list[str] = typer.Option([], "--baseline-option", "-o",  # noqa: B008
+    baseline_option: list[str] = typer.Option([], "--baseline-option", "-o",
                                                help="KEY=VALUE for the baseline's config (e.g. history=3), repeatable"),
-    eval_option: list[str] = typer.Option([], "--eval-option",  # noqa: B008
+    eval_option: list[str] = typer.Option([], "--eval-option",
                                            help="KEY=VALUE for the judge (EvalOptions, e.g. timing_trials=20), repeatable"),
     no_tensorboard: bool = typer.Option(False, "--no-tensorboard", help="skip the TensorBoard scalars"),
 ) -> None:
     """Run a policy over a task set (resumable: rerun the same command to continue), then report fast_p."""
     from kernelgym.agents.bench import BenchConfig, BenchError, run_bench
     from kernelgym.agents.policies import split_options
-
     from kernelgym.errors import KernelGymError
 
     def key_values(flag: str, items: list[str]) -> dict:

@@ -71,7 +71,7 @@ def kernelbench_style_times(backend: str, size: str, repeats: int) -> dict | Non
     for i in range(2):  # the first builds (cold), the second finds torch's extension cache (warm)
         started = time.perf_counter()
         out = subprocess.run([sys.executable, str(HERE / "kernelbench_style" / "harness.py"), str(task_file),
-                              str(solution), device], capture_output=True, text=True)
+                              str(solution), device], capture_output=True, text=True, check=False)
         wall = time.perf_counter() - started
         data = json.loads(out.stdout.strip().splitlines()[-1]) if out.returncode == 0 else {"error": out.stderr[-500:]}
         runs.append({"wall_s": wall, **data})
@@ -99,10 +99,10 @@ def main() -> None:
     lines = [
         "# Evaluation wall time: kernelgym vs a KernelBench-style path",
         "",
-        f"- date: {datetime.date.today()}; machine: {device}, {platform.node()}; python {platform.python_version()}, "
-        f"torch {torch.__version__}, kernelgym {kernelgym.__version__}",
-        f"- task {TASK}; kernelgym: one warm pool, median of {args.repeats} new candidates (cold: never built; warm:"
-        " the same source again); KernelBench-style: fresh process, load_inline, 5 correctness + 100 timed trials",
+        (f"- date: {datetime.date.today()}; machine: {device}, {platform.node()}; python {platform.python_version()}, "
+         f"torch {torch.__version__}, kernelgym {kernelgym.__version__}"),
+        (f"- task {TASK}; kernelgym: one warm pool, median of {args.repeats} new candidates (cold: never built; warm:"
+         " the same source again); KernelBench-style: fresh process, load_inline, 5 correctness + 100 timed trials"),
         f"- command: `python benchmarks/eval_speed.py --backends {args.backends} --repeats {args.repeats}`",
         "",
         "| backend | size | kernelgym cold s | kernelgym warm s | kernelgym warm harness s | KernelBench-style cold s | KernelBench-style warm s | speedup (kernelgym / KB-style) |",

@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from eval_speed import fresh  # a source no cache has seen (benchmarks/ is on sys.path when run as a script)
 
 import kernelgym
-from eval_speed import fresh  # a source no cache has seen (benchmarks/ is on sys.path when run as a script)
 from kernelgym.solutions import examples
 from kernelgym.stats import median
 from kernelgym.tasks import bundled
@@ -90,7 +90,7 @@ def kernelbench_style(solution: Solution, source: str, caches: Path) -> dict:
     env = {**os.environ, "TORCH_EXTENSIONS_DIR": str(caches / "torch_ext"), "KERNELGYM_CACHE": str(caches / "kg")}
     started = time.perf_counter()
     out = subprocess.run([sys.executable, str(HARNESS), str(task_file(solution.task_id)), str(path), MODE.device],
-                         capture_output=True, text=True, env=env, timeout=300)
+                         capture_output=True, text=True, env=env, timeout=300, check=False)
     wall = time.perf_counter() - started
     if out.returncode != 0:
         return {"wall_s": wall, "error": out.stderr[-800:]}
@@ -224,18 +224,18 @@ def report(args, data: dict) -> str:
     lines = [
         "# kernelgym vs a KernelBench-style evaluation on one GPU",
         "",
-        f"- date: {datetime.date.today()}; machine: {_machine()}, {os.cpu_count()} cores; "
-        f"python {platform.python_version()}, torch {torch.__version__}, triton {_triton_version()}, "
-        f"kernelgym {kernelgym.__version__}",
-        f"- command: `python benchmarks/gpu_results.py --repeats {args.repeats} --workers {args.workers} "
-        f"--phases {args.phases}` "
-        "(through `bash benchmarks/gpu_run.sh results` on the H200 host)",
-        "- KernelBench-style: `benchmarks/kernelbench_style/harness.py`, a fresh process per evaluation that imports "
-        "the solution next to the reference, runs 5 correctness trials, then 100 timed trials per side with CUDA "
-        "events (mean); its caches (torch extensions, kernelgym's native builds) start empty for the cold run.",
-        "- kernelgym: one warm pool of 1 worker; the full judge (static check, reference process, sandboxed "
-        "candidate, 5 correctness trials, interleaved timing with L2 flush and whole-device sync, spot checks, "
-        "profile). Harness = wall time less the timing and profile stages.",
+        (f"- date: {datetime.date.today()}; machine: {_machine()}, {os.cpu_count()} cores; "
+         f"python {platform.python_version()}, torch {torch.__version__}, triton {_triton_version()}, "
+         f"kernelgym {kernelgym.__version__}"),
+        (f"- command: `python benchmarks/gpu_results.py --repeats {args.repeats} --workers {args.workers} "
+         f"--phases {args.phases}` "
+         "(through `bash benchmarks/gpu_run.sh results` on the H200 host)"),
+        ("- KernelBench-style: `benchmarks/kernelbench_style/harness.py`, a fresh process per evaluation that imports "
+         "the solution next to the reference, runs 5 correctness trials, then 100 timed trials per side with CUDA "
+         "events (mean); its caches (torch extensions, kernelgym's native builds) start empty for the cold run."),
+        ("- kernelgym: one warm pool of 1 worker; the full judge (static check, reference process, sandboxed "
+         "candidate, 5 correctness trials, interleaved timing with L2 flush and whole-device sync, spot checks, "
+         "profile). Harness = wall time less the timing and profile stages."),
         "",
         "## Wall time per evaluation (seconds)",
         "",
@@ -252,8 +252,8 @@ def report(args, data: dict) -> str:
     lines += [
         "## Speedup agreement and repeatability",
         "",
-        f"kernelgym: median over {args.repeats} evaluations of the same file (each with fresh hidden inputs); "
-        "CV = standard deviation / mean of those speedups. KB-style: one run, mean times.",
+        (f"kernelgym: median over {args.repeats} evaluations of the same file (each with fresh hidden inputs); "
+         "CV = standard deviation / mean of those speedups. KB-style: one run, mean times."),
         "",
         "| solution | kernelgym speedup | CV | KB-style speedup | difference | without sync-cost subtraction (CV) | KB-style correct |",
         "|---|---|---|---|---|---|---|",
@@ -274,10 +274,10 @@ def report(args, data: dict) -> str:
         lines.append(f"| {row['solution']} | {_fmt(ours, 3)} | {_fmt(cv and 100 * cv, 2)}% | {_fmt(theirs, 3)} | "
                      f"{_fmt(diff and 100 * diff, 1)}% | {_fmt(median(raw, default=None), 3)} ({_fmt(raw_cv and 100 * raw_cv, 2)}%) | "
                      f"{row['kernelbench_style'].get('correct', 'error')} |")
-    lines += ["", "Times per side (ms; kernelgym: medians over the repeats of each evaluation's median, with the "
-                  "reference alone before the candidate's import and the calibrated sync cost; KB-style: means):", "",
-              "| solution | kernelgym reference | kernelgym candidate | reference before import | sync cost | "
-              "KB-style reference | KB-style candidate |", "|---|---|---|---|---|---|---|"]
+    lines += ["", ("Times per side (ms; kernelgym: medians over the repeats of each evaluation's median, with the "
+                   "reference alone before the candidate's import and the calibrated sync cost; KB-style: means):"), "",
+              ("| solution | kernelgym reference | kernelgym candidate | reference before import | sync cost | "
+               "KB-style reference | KB-style candidate |"), "|---|---|---|---|---|---|---|"]
     for row in agree:
         runs, theirs = row.get("runs", []), row["kernelbench_style"]
         lines.append(f"| {row['solution']} | {_fmt(median([r['ref_ms'] for r in runs], default=None), 4)} | "
@@ -287,25 +287,25 @@ def report(args, data: dict) -> str:
                      f"{_fmt(theirs.get('new_ms'), 4)} |")
     empty = data.get("empty_region")
     if empty:
-        lines += ["", f"Fixed cost of an empty timed region (median of 200): kernelgym {1e3 * empty['kernelgym_ms']:.1f} us "
-                      f"(whole-device sync inside), events alone {1e3 * empty['events_only_ms']:.1f} us; calibrated "
-                      f"sync cost {1e3 * empty['sync_cost_ms']:.1f} us, after which an empty region measures "
-                      f"{1e3 * empty['kernelgym_calibrated_ms']:.1f} us."]
+        lines += ["", (f"Fixed cost of an empty timed region (median of 200): kernelgym {1e3 * empty['kernelgym_ms']:.1f} us "
+                       f"(whole-device sync inside), events alone {1e3 * empty['events_only_ms']:.1f} us; calibrated "
+                       f"sync cost {1e3 * empty['sync_cost_ms']:.1f} us, after which an empty region measures "
+                       f"{1e3 * empty['kernelgym_calibrated_ms']:.1f} us.")]
     if diffs:
-        lines += ["", f"Median |difference| {100 * median(diffs):.1f}%, largest {100 * max(diffs):.1f}%; "
-                      f"within 5% for {sum(d <= 0.05 for d in diffs)}/{len(diffs)}. "
-                      f"Median CV {100 * median(cvs):.2f}%, largest {100 * max(cvs):.2f}%; "
-                      f"at most 2% for {sum(c <= 0.02 for c in cvs)}/{len(cvs)}."]
+        lines += ["", (f"Median |difference| {100 * median(diffs):.1f}%, largest {100 * max(diffs):.1f}%; "
+                       f"within 5% for {sum(d <= 0.05 for d in diffs)}/{len(diffs)}. "
+                       f"Median CV {100 * median(cvs):.2f}%, largest {100 * max(cvs):.2f}%; "
+                       f"at most 2% for {sum(c <= 0.02 for c in cvs)}/{len(cvs)}.")]
     if through:
         lines += [
             "",
             "## Throughput on one GPU",
             "",
-            f"{through['evaluations']} new candidates (each its own build) through a pool of {through['workers']} "
-            f"workers: {through['wall_s']:.1f} s wall, **{through['per_minute']:.1f} evaluations per minute**; the "
-            f"timing slot (device lock, held for timing and profiling) was busy {100 * through['timing_slot_busy']:.0f}% "
-            f"of the wall time. The same evaluations one at a time would take about "
-            f"{through['sum_of_evaluation_walls_s']:.1f} s (sum of their walls). Verdicts: {_counts(through['verdicts'])}.",
+            (f"{through['evaluations']} new candidates (each its own build) through a pool of {through['workers']} "
+             f"workers: {through['wall_s']:.1f} s wall, **{through['per_minute']:.1f} evaluations per minute**; the "
+             f"timing slot (device lock, held for timing and profiling) was busy {100 * through['timing_slot_busy']:.0f}% "
+             f"of the wall time. The same evaluations one at a time would take about "
+             f"{through['sum_of_evaluation_walls_s']:.1f} s (sum of their walls). Verdicts: {_counts(through['verdicts'])}."),
             "",
         ]
     lines += ["", "## Nsight Compute pass (opt-in: `ncu=True`)", "",

@@ -6,7 +6,6 @@ Light to import: the environment class and the TRL adapter load on first use.
 from __future__ import annotations
 
 from kernelgym._lazy import lazy_getattr
-
 from kernelgym.envs.registration import env_ids, register_envs
 
 _LAZY = {

@@ -34,7 +34,6 @@ from kernelgym.evaluation.result import EvalResult, Verdict
 from kernelgym.rewards import EpisodeState, get_reward
 from kernelgym.tasks import Task, TaskSet, from_hf_dataset, kernelbench, load_suite
 
-
 # The process-wide pool ------------------------------------------------------------------------------------
 
 def shared_pool():

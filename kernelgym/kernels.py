@@ -111,7 +111,8 @@ def compile_request(request: BuildRequest, root: Path | None = None, timeout_s: 
         src.write_text(request.source, encoding="utf-8", errors="surrogatepass")
         command = _command(request, src, folder / "lib.so")
         try:
-            proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, cwd=folder)
+            proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, cwd=folder,
+                                  check=False)
         except FileNotFoundError:
             raise BuildError(f"compiler not found: {command[0]}", "") from None
         except subprocess.TimeoutExpired:

@@ -1,7 +1,8 @@
 """The distribution maps envs/, agents/ and skill_store/ under kernelgym and lists every package."""
 
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 MAPPED = {"kernelgym": "kernelgym", "kernelgym.envs": "envs", "kernelgym.agents": "agents",

@@ -37,7 +37,7 @@ class SamplingConfig:
         known = {f.name for f in dataclasses.fields(self)}
         unknown = set(changes) - known
         if unknown:
-            hint = did_you_mean(sorted(unknown)[0], known)
+            hint = did_you_mean(min(unknown), known)
             raise ConfigError(f"unknown sampling option(s) {sorted(unknown)}; known: {sorted(known)}.{hint}")
         return dataclasses.replace(self, **{k: v for k, v in changes.items() if v is not None})
 

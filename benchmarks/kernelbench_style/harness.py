@@ -9,7 +9,7 @@ import sys
 import time
 
 start = time.perf_counter()
-import torch  # noqa: E402
+import torch
 
 
 def load(path, name):

@@ -50,7 +50,8 @@ def available_metrics() -> frozenset[str]:
     if path is None:
         return frozenset()
     try:
-        out = subprocess.run([path, "--query-metrics", "--csv"], capture_output=True, text=True, timeout=60)
+        out = subprocess.run([path, "--query-metrics", "--csv"], capture_output=True, text=True, timeout=60,
+                             check=False)
     except (OSError, subprocess.TimeoutExpired):
         return frozenset()
     names = set()

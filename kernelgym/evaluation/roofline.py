@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass
+
 import torch
 
 from kernelgym.evaluation.baselines import JsonCache

@@ -22,7 +22,7 @@ def task_from_source(
     source: str, *, suite: str, level: int, file_name: str, path: str | None = None, problem_id: int | None = None
 ) -> Task:
     """Build a Task from a KernelBench-format module's text; the metadata literal, if any, fills the rest."""
-    stem = file_name[:-3] if file_name.endswith(".py") else file_name
+    stem = file_name.removesuffix(".py")
     match = _FILE_NAME.match(stem + ".py")
     pid = problem_id if problem_id is not None else int(match["pid"]) if match else 0
     name = match["name"] if match else stem
@@ -149,7 +149,7 @@ def _hf_splits(dataset: Any) -> Any:
         if Path(name).is_dir():
             return datasets.load_from_disk(name)
         return datasets.load_dataset(name)
-    except Exception as exc:  # network, cache miss: one clear message
+    except Exception as exc:  # noqa: BLE001 - network, cache miss: one clear message
         raise SuiteUnavailableError(
             f"could not load {name} ({type(exc).__name__}: {str(exc)[:200]}); without a network, set "
             "KERNELBENCH_ROOT to a checkout instead"

@@ -39,7 +39,7 @@ def _serve(conn: Connection) -> None:
             return
         try:
             result = pipeline.run(job)
-        except Exception as exc:  # a bug of ours: still an answer, never a hung pool
+        except Exception as exc:  # noqa: BLE001 - a bug of ours: still an answer, never a hung pool
             result = EvalResult(job.task_id, job.backend, job.size, Verdict.CRASH,
                                 [f"internal_error: {type(exc).__name__}: {exc}"], output_tail=traceback.format_exc()[-3000:])
         conn.send(result.to_dict())
@@ -63,7 +63,7 @@ def _preimport(has_gpu: bool) -> None:
     for name in names:
         try:
             importlib.import_module(name)
-        except Exception:  # e.g. no Triton on this machine: the candidate will say so itself
+        except Exception:  # noqa: BLE001, S110 - e.g. no Triton on this machine: the candidate will say so itself
             pass
     if has_gpu:
         _build_triton_driver()
@@ -80,7 +80,7 @@ def _build_triton_driver() -> None:
         import triton
 
         triton.runtime.driver.active.utils  # noqa: B018 (creating the driver builds and loads the helper)
-    except Exception:  # no Triton, or no usable driver: the candidate's own launch will report it
+    except Exception:  # noqa: BLE001, S110 - no Triton, or no usable driver: the candidate's own launch will report it
         pass
 
 

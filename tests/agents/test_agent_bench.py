@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from kernelgym.agents.bench import BenchConfig, BenchError, ResultsFile, expand_env_ids, run_bench, select
 from kernelgym.agents.policies import make_policy
 from kernelgym.agents.policies.scripted import ScriptedPolicy
@@ -145,8 +146,9 @@ def test_results_file_repairs_a_torn_tail(tmp_path):
 
 def test_cli_command(tmp_path):
     import typer
-    from kernelgym.agents.bench_cli import bench_command
     from typer.testing import CliRunner
+
+    from kernelgym.agents.bench_cli import bench_command
 
     app = typer.Typer()
     app.command("bench")(bench_command)

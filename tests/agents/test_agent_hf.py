@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 
 import pytest
+
 from kernelgym.agents.policies import make_policy
 from kernelgym.agents.policies.hf import HFPolicy, SamplingConfig
 

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import pytest
+
 from kernelgym.agents.policies import make_policy, split_options
 from kernelgym.agents.policies.replay import ReplayPolicy, parse_replay, scan_folder
 from kernelgym.agents.policies.scripted import ScriptedPolicy, fence
 from kernelgym.agents.policy import BasePolicy, Policy, Reply, act_batch, reply_meta, to_messages
 from kernelgym.envs.parsing import parse_reply
 from kernelgym.errors import ConfigError
-
 from kernelgym.solutions import cheats, examples
 
 

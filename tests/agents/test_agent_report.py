@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
+
 from kernelgym.agents.report import fast_p, geomean, render_markdown, summarize, write_report
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import gymnasium as gym
 import pytest
-from kernelgym.envs.types import BestSolution, Observation, ResetInfo, StepInfo
 
+from kernelgym.envs.types import BestSolution, Observation, ResetInfo, StepInfo
 from kernelgym.errors import TaskNotFoundError
 
 
@@ -18,7 +18,7 @@ def test_outputs_carry_the_declared_keys(env):
     obs, info = env.reset(seed=1)
     assert set(obs) == set(Observation.__annotations__) == set(env.observation_space.spaces)
     assert set(info) == set(ResetInfo.__annotations__)  # seeded: no key left out
-    obs, reward, terminated, truncated, info = env.step("no code here")
+    obs, reward, _terminated, _truncated, info = env.step("no code here")
     assert set(obs) == set(Observation.__annotations__) and env.observation_space.contains(obs)
     assert set(info) <= set(StepInfo.__annotations__)
     assert {"episode_id", "task_id", "turn", "turns_left", "verdict", "result", "episode"} <= set(info)

@@ -7,10 +7,10 @@ import sys
 
 import gymnasium as gym
 import pytest
-from kg_env_helpers import PROBLEM
 from gymnasium.utils.env_checker import check_env
-from kernelgym.envs.registration import env_ids, register_envs
+from kg_env_helpers import PROBLEM
 
+from kernelgym.envs.registration import env_ids, register_envs
 from kernelgym.errors import SuiteUnavailableError
 from kernelgym.tasks import bundled
 

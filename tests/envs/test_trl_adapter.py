@@ -12,8 +12,8 @@ import os
 
 import gymnasium as gym
 import pytest
-from kernelgym.envs.trl_adapter import KernelToolEnv, environment_factory, make_rollout_func, rollout_reward
 
+from kernelgym.envs.trl_adapter import KernelToolEnv, environment_factory, make_rollout_func, rollout_reward
 from kernelgym.solutions import examples
 
 FAST = {"timing_trials": 10, "timing_budget_s": 0.5}
@@ -112,8 +112,9 @@ def _config(tmp_path, **overrides):
 def test_grpo_trainer_with_environment_factory(tmp_path, monkeypatch):
     pytest.importorskip("trl")
     monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
-    from kernelgym.envs.trl_adapter import task_dataset
     from trl import GRPOTrainer
+
+    from kernelgym.envs.trl_adapter import task_dataset
 
     tokenizer, model = _tiny_tokenizer_and_model()
     env_kwargs = {"size": "cpu", "backend": "cpp", "eval_options": FAST, "task_ids": ["L1/1_ReLU"]}
@@ -130,8 +131,9 @@ def test_grpo_trainer_with_environment_factory(tmp_path, monkeypatch):
 def test_grpo_trainer_with_rollout_func(tmp_path, monkeypatch):
     pytest.importorskip("trl")
     monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
-    from kernelgym.envs.trl_adapter import task_dataset
     from trl import GRPOTrainer
+
+    from kernelgym.envs.trl_adapter import task_dataset
 
     tokenizer, model = _tiny_tokenizer_and_model()
     path = tmp_path / "traj.jsonl"

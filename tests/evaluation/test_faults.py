@@ -67,7 +67,7 @@ class ModelNew(nn.Module):
 
 LOUD_IMPORT = '''
 print("x" * 50_000_000)
-''' + open(__file__.replace("tests/evaluation/test_faults.py", "kernelgym/solutions/cpp/level1/1_ReLU.py")).read()
+''' + open(__file__.replace("tests/evaluation/test_faults.py", "kernelgym/solutions/cpp/level1/1_ReLU.py")).read()  # noqa: SIM115 - a short read of a file of the package
 
 COMPILE_ERROR = CPP_HEADER + '''
 lib = load_cpp(r"""extern "C" void relu(const float* x, float* y, long n) { this is not C++; }""")

@@ -1,6 +1,12 @@
 """The timing stage's arithmetic: the in-region synchronize's cost comes off, hidden work never does."""
 
-from kernelgym.evaluation.timing import Timer, TimingConfig, measure_interleaved, region_time, speedup_interval
+from kernelgym.evaluation.timing import (
+    Timer,
+    TimingConfig,
+    measure_interleaved,
+    region_time,
+    speedup_interval,
+)
 
 
 def test_the_calibrated_sync_cost_comes_off_a_call():

@@ -103,7 +103,7 @@ def test_cpu_size_substitutes_constants_and_derived_ones_follow():
 
     task = task_from_source(source, suite="user", level=1, file_name="1_X.py")
     namespace: dict = {}
-    exec(task.source_at("cpu"), namespace)
+    exec(task.source_at("cpu"), namespace)  # noqa: S102 - the bundled reference module, trusted
     assert namespace["dim"] == 8 and namespace["hidden"] == 32 and namespace["batch_size"] == 16
 
 

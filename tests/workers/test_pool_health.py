@@ -8,8 +8,8 @@ from kernelgym.workers import pool as pool_mod
 
 def test_a_spoiled_fork_is_recognised_only_by_its_exact_message():
     spoiled = EvalResult("t", "cuda", "gpu", Verdict.RUNTIME_ERROR, [
-        "reference_failed: the task's reference raised RuntimeError: Cannot re-initialize CUDA in forked subprocess. "
-        "To use CUDA with multiprocessing, you must use the 'spawn' start method"])
+        ("reference_failed: the task's reference raised RuntimeError: Cannot re-initialize CUDA in forked subprocess. "
+         "To use CUDA with multiprocessing, you must use the 'spawn' start method")])
     assert pool_mod._spoiled(spoiled)
     assert not pool_mod._spoiled(EvalResult("t", "cuda", "gpu", Verdict.RUNTIME_ERROR, ["forward_error: CUDA error"]))
 
