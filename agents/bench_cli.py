@@ -13,7 +13,8 @@ from kernelgym.agents.baselines import BASELINES
 
 def bench_command(
     env: str = typer.Option("KernelGym-v0", "--env",
-                            help="env id (KernelGym-L1-v0), a comma list, or a family for all levels (KernelGym-v0)"),
+                            help="env id (KernelGym-L1-v0), a comma list, or a family for all levels "
+                                 "(KernelGym-v0)"),
     policy: str = typer.Option("replay:cpp+cheats", "--policy",
                                help="replay:cpp[+cheats] | replay:PATH | smollm2 | hf:PATH_OR_NAME | "
                                     "openai:MODEL@BASE_URL | scripted:..."),
@@ -24,17 +25,23 @@ def bench_command(
                                    "comma-separated (e.g. 'L1/*,*Gemm*')"),
     samples: int = typer.Option(1, "--samples", help="independent episodes per task"),
     turns: int | None = typer.Option(None, "--turns",
-                                     help="replies per episode (best_of_n: N); default: replay's file count, else 4"),
+                                     help="replies per episode (best_of_n: N); default: replay's file count, "
+                                          "else 4"),
     baseline: str = typer.Option("refine", "--baseline", help=f"one of {', '.join(BASELINES)}"),
-    concurrency: int = typer.Option(1, "--concurrency", help="episodes in flight (each evaluation uses a core)"),
-    out: str | None = typer.Option(None, "--out", help="output folder (default runs/bench/<env>__<policy>__<baseline>)"),
+    concurrency: int = typer.Option(1, "--concurrency",
+                                    help="episodes in flight (each evaluation uses a core)"),
+    out: str | None = typer.Option(None, "--out",
+                                   help="output folder (default runs/bench/<env>__<policy>__<baseline>)"),
     reward: str = typer.Option("speedup", "--reward", help="reward function name (kernelgym.rewards)"),
     seed: int = typer.Option(0, "--seed"),
-    kernelbench_root: str | None = typer.Option(None, "--kernelbench-root", help="KernelBench checkout for KernelBench-*"),
+    kernelbench_root: str | None = typer.Option(None, "--kernelbench-root",
+                                                help="KernelBench checkout for KernelBench-*"),
     baseline_option: list[str] = typer.Option([], "--baseline-option", "-o",
-                                               help="KEY=VALUE for the baseline's config (e.g. history=3), repeatable"),
+                                               help="KEY=VALUE for the baseline's config (e.g. history=3), "
+                                                    "repeatable"),
     eval_option: list[str] = typer.Option([], "--eval-option",
-                                           help="KEY=VALUE for the judge (EvalOptions, e.g. timing_trials=20), repeatable"),
+                                           help="KEY=VALUE for the judge (EvalOptions, e.g. "
+                                                "timing_trials=20), repeatable"),
     no_tensorboard: bool = typer.Option(False, "--no-tensorboard", help="skip the TensorBoard scalars"),
 ) -> None:
     """Run a policy over a task set (resumable: rerun the same command to continue), then report fast_p."""
@@ -52,8 +59,8 @@ def bench_command(
     options = key_values("--baseline-option", baseline_option)
     judge = key_values("--eval-option", eval_option)
     config = BenchConfig(env=env, policy=policy, baseline=baseline, backend=backend, size=size, tasks=tasks,
-                         samples=samples, turns=turns, concurrency=concurrency, out=out, reward=reward, seed=seed,
-                         kernelbench_root=kernelbench_root, tensorboard=not no_tensorboard,
+                         samples=samples, turns=turns, concurrency=concurrency, out=out, reward=reward,
+                         seed=seed, kernelbench_root=kernelbench_root, tensorboard=not no_tensorboard,
                          baseline_options=options, eval_options=judge)
     command = "kernelgym bench " + " ".join(shlex.quote(a) for a in _bench_args())
     try:

@@ -22,7 +22,8 @@ from kernelgym.envs.types import Observation, ResetInfo, StepInfo
 
 SYSTEM_PROMPT = (
     "You are an expert performance engineer who writes fast, correct kernels. You answer with the complete "
-    "Python solution module (defining ModelNew) in a single ```python block, following the task's rules exactly."
+    "Python solution module (defining ModelNew) in a single ```python block, following the task's rules "
+    "exactly."
 )
 
 
@@ -87,7 +88,8 @@ class BasePolicy:
         return f"{type(self).__name__}({self.name!r})"
 
 
-def act_batch(policy: Any, observations: Sequence[PolicyObservation], infos: Sequence[PolicyInfo]) -> list[str]:
+def act_batch(policy: Any, observations: Sequence[PolicyObservation],
+              infos: Sequence[PolicyInfo]) -> list[str]:
     """`policy.act_batch` when it has one, else a loop over `policy.act` (for duck-typed policies)."""
     if hasattr(policy, "act_batch"):
         return list(policy.act_batch(list(observations), list(infos)))

@@ -26,5 +26,5 @@ _LAZY = {
 __getattr__ = lazy_getattr("kernelgym.envs", _LAZY)
 
 
-__all__ = ["BestSolution", "EnvConfig", "KernelEnv", "KernelToolEnv", "Observation", "ResetInfo", "StepInfo", "env_ids",
-           "make_kernel_env", "parse_reply", "read_episodes", "register_envs", "shared_pool"]
+__all__ = ["BestSolution", "EnvConfig", "KernelEnv", "KernelToolEnv", "Observation", "ResetInfo", "StepInfo",
+           "env_ids", "make_kernel_env", "parse_reply", "read_episodes", "register_envs", "shared_pool"]

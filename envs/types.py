@@ -90,10 +90,12 @@ class BestSolution:
         return (self.verified_speedup or 0.0, self.speedup)
 
     def to_info(self) -> BestSolutionInfo:
-        info = BestSolutionInfo(source=self.source, speedup=self.speedup, verified=self.verified, turn=self.turn)
+        info = BestSolutionInfo(source=self.source, speedup=self.speedup, verified=self.verified,
+                                turn=self.turn)
         if self.verified_speedup is not None:
             info["verified_speedup"] = self.verified_speedup
         return info
 
 
-__all__ = ["Action", "BestSolution", "BestSolutionInfo", "EpisodeStats", "Observation", "ResetInfo", "StepInfo"]
+__all__ = ["Action", "BestSolution", "BestSolutionInfo", "EpisodeStats", "Observation", "ResetInfo",
+           "StepInfo"]

@@ -28,5 +28,5 @@ __getattr__ = lazy_getattr("kernelgym", _LAZY)
 
 register_envs()
 
-__all__ = ["EvalOptions", "EvalPool", "EvalResult", "KernelGymError", "PoolConfig", "Task", "TaskSet", "Verdict",
-           "__version__", "evaluate"]
+__all__ = ["EvalOptions", "EvalPool", "EvalResult", "KernelGymError", "PoolConfig", "Task", "TaskSet",
+           "Verdict", "__version__", "evaluate"]

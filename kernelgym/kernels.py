@@ -86,7 +86,7 @@ def _arch(language: str) -> str:
 
 
 def cuda_arch() -> str:
-    """The SM version to compile for: TORCH_CUDA_ARCH_LIST's last entry, the visible GPU, else 90 (H100/H200)."""
+    """The SM version to build for: TORCH_CUDA_ARCH_LIST's last entry, the visible GPU, else 90 (H200)."""
     listed = os.environ.get("TORCH_CUDA_ARCH_LIST", "").replace("+PTX", "").split(";")[-1].strip()
     if listed:
         return listed.replace(".", "")
@@ -141,7 +141,8 @@ def build_folder(out_dir: Path, fill: Callable[[Path], None]) -> None:
 def _command(request: BuildRequest, src: Path, out: Path) -> list[str]:
     if request.language == "cuda":
         arch = cuda_arch()
-        return ["nvcc", *request.flags, f"-gencode=arch=compute_{arch},code=sm_{arch}", str(src), "-o", str(out)]
+        gencode = f"-gencode=arch=compute_{arch},code=sm_{arch}"
+        return ["nvcc", *request.flags, gencode, str(src), "-o", str(out)]
     return [os.environ.get("CXX", "g++"), *request.flags, str(src), "-o", str(out)]
 
 
@@ -257,7 +258,8 @@ def load_cuda(source: str, extra_flags: Sequence[str] = ()) -> KernelLibrary:
     """Compile CUDA with nvcc alone (no torch headers) and load it.
 
     Write `extern "C"` host launchers over raw pointers that launch on the default stream, e.g.
-    `extern "C" void launch_relu(const float* x, float* y, int64_t n) { relu<<<(n+255)/256, 256>>>(x, y, n); }`.
+    `extern "C" void launch_relu(const float* x, float* y, int64_t n)
+    { relu<<<(n+255)/256, 256>>>(x, y, n); }`.
     """
     path = _build(BuildRequest("cuda", source, (*CUDA_FLAGS, *extra_flags)))
     return KernelLibrary(path, "cuda", runnable=not cuda_compile_only)

@@ -94,11 +94,13 @@ def build(request: ExtensionRequest, root: Path | None = None) -> Path:
             sources.append(tmp / "cuda.cu")
             sources[1].write_text(_CUDA_PRELUDE + "\n".join(request.cuda_sources))
         options = {"name": request.name, "sources": [str(s) for s in sources],
-                   "extra_cflags": list(request.extra_cflags), "extra_cuda_cflags": list(request.extra_cuda_cflags),
+                   "extra_cflags": list(request.extra_cflags),
+                   "extra_cuda_cflags": list(request.extra_cuda_cflags),
                    "extra_ldflags": list(request.extra_ldflags), "extra_include_paths": [],
                    "build_directory": str(tmp), "verbose": False, "with_cuda": bool(request.cuda_sources)}
         pch = precompiled_header_dir(list(request.extra_cflags), root)
-        if pch is not None:  # searched before torch's own include folder: gcc finds the header and its .gch there
+        # searched before torch's own include folder: gcc finds the header and its .gch there
+        if pch is not None:
             options["extra_include_paths"] = [str(pch)]
         accepted = inspect.signature(cpp_extension._write_ninja_file_and_build_library).parameters
         for optional in ("extra_sycl_cflags", "with_sycl"):
@@ -122,9 +124,10 @@ def precompiled_header_dir(extra_cflags: list[str], root: Path | None = None) ->
     """A folder with a copy of `torch/extension.h` and its precompiled header for exactly these flags.
 
     gcc uses a `.gch` only when the flags match, and torch keeps one next to its own header, rebuilt whenever
-    the flags change (about 30 s on 2 cores): solutions with different `extra_cflags` would rebuild it in turn.
-    Here each flag set gets its own, built once (with torch's own command) and cached; a later build with the
-    same flags takes about a third of the time. None when it cannot be built: the build is only slower.
+    the flags change (about 30 s on 2 cores): solutions with different `extra_cflags` would rebuild it in
+    turn. Here each flag set gets its own, built once (with torch's own command) and cached; a later build
+    with the same flags takes about a third of the time. None when it cannot be built (the build is then
+    only slower).
     """
     import torch
 
@@ -203,8 +206,8 @@ def _torch_pch_command(extra_cflags: list[str]) -> dict | None:
     return {"argv": argv, "header": header, "pch": header + ".gch"}
 
 
-def load_inline(name, cpp_sources, cuda_sources=None, functions=None, extra_cflags=None, extra_cuda_cflags=None,
-                extra_ldflags=None, **_ignored):
+def load_inline(name, cpp_sources, cuda_sources=None, functions=None, extra_cflags=None,
+                extra_cuda_cflags=None, extra_ldflags=None, **_ignored):
     """Drop-in for `torch.utils.cpp_extension.load_inline` inside an evaluation (same main arguments)."""
 
     def listed(value) -> tuple[str, ...]:

@@ -81,8 +81,8 @@ def build(request: ModuleRequest, root: Path | None = None) -> Path:
         src = folder / f"{request.name}.c"
         src.write_text(request.source, encoding="utf-8", errors="surrogatepass")
         try:
-            _build(request.name, str(src), str(folder), list(request.library_dirs), list(request.include_dirs),
-                   list(request.libraries), [])
+            _build(request.name, str(src), str(folder), list(request.library_dirs),
+                   list(request.include_dirs), list(request.libraries), [])
         except (subprocess.CalledProcessError, RuntimeError, OSError) as exc:
             raise kernels.BuildError(f"Triton module {request.name} failed to build: {exc}", "") from None
 

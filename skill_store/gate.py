@@ -364,8 +364,8 @@ def _gpu_name() -> str:
     if exe:
         try:
             out = subprocess.run(
-                [exe, "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True, timeout=10,
-                check=False,
+                [exe, "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True,
+                timeout=10, check=False,
             )
             names = [n.strip() for n in out.stdout.splitlines() if n.strip()]
             if names:

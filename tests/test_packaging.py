@@ -34,6 +34,8 @@ def test_import_kernelgym_stays_light():
     import subprocess
     import sys
 
-    code = "import sys, kernelgym; print(sorted(m for m in ('transformers', 'trl', 'openai', 'datasets') if m in sys.modules))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    code = ("import sys, kernelgym; "
+            "print(sorted(m for m in ('transformers', 'trl', 'openai', 'datasets') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.strip()
     assert out == "[]"

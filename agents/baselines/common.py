@@ -119,7 +119,8 @@ def step(env, reply: str, attempt: int, *, started: float | None = None, phase: 
     turn = TurnRecord(
         attempt=attempt, verdict=str(info.get("verdict", "")), reward=float(reward), correct=correct,
         speedup=float(speedup) if isinstance(speedup, int | float) else None,
-        verified=bool(correct and timing.get("verified")), reasons=[str(r)[:200] for r in result.get("reasons", [])[:4]],
+        verified=bool(correct and timing.get("verified")),
+        reasons=[str(r)[:200] for r in result.get("reasons", [])[:4]],
         wall_s=round(now - (started if started is not None else t0), 3), eval_s=round(now - t0, 3),
         phase=phase, meta=reply_meta(reply), notes=notes,
     )

@@ -62,7 +62,8 @@ class Generation:
 
 class HFPolicy(BasePolicy):
     def __init__(self, model: Any, tokenizer: Any = None, *, sampling: SamplingConfig | None = None,
-                 system_prompt: str | None = SYSTEM_PROMPT, gguf_file: str | None = None, dtype: str = "float32",
+                 system_prompt: str | None = SYSTEM_PROMPT, gguf_file: str | None = None,
+                 dtype: str = "float32",
                  device: str = "cpu", batch_size: int = 4, chat_template: str | None = None,
                  name: str | None = None, threads: int | None = None):
         import torch
@@ -93,7 +94,7 @@ class HFPolicy(BasePolicy):
         self.threads = threads or max(1, (os.cpu_count() or 1) // 2)
         self._lock = threading.Lock()
 
-    # generation ----------------------------------------------------------------------------------------------
+    # generation ---------------------------------------------------------------------------------------------
 
     @property
     def context_length(self) -> int:
@@ -150,7 +151,8 @@ class HFPolicy(BasePolicy):
                 chunk = prompts[start:start + self.batch_size]
                 width = max(len(p) for p in chunk)
                 input_ids = torch.tensor([[pad] * (width - len(p)) + p for p in chunk], device=self.device)
-                mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in chunk], device=self.device)
+                mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in chunk],
+                                    device=self.device)
                 out = self.model.generate(input_ids=input_ids, attention_mask=mask, pad_token_id=pad,
                                           eos_token_id=eos, **sampling.generate_kwargs())
                 for row, prompt in zip(out[:, width:].tolist(), chunk, strict=True):
@@ -161,7 +163,7 @@ class HFPolicy(BasePolicy):
                                               "stop" if stopped else "length"))
         return results
 
-    # the Policy protocol ---------------------------------------------------------------------------------------
+    # the Policy protocol ------------------------------------------------------------------------------------
 
     def act(self, observation: PolicyObservation, info: PolicyInfo) -> str:
         return self.act_batch([observation], [info])[0]

@@ -61,7 +61,8 @@ def bundled_files(backend: str, *, honest: bool = True, cheats: bool = False) ->
     if honest:
         files += [ReplayFile(e.task_id.split("/", 1)[1], e.path) for e in examples(backend)]
     if cheats:
-        files += [ReplayFile(e.task_id.split("/", 1)[1], e.path, e.cheat, True) for e in bundled_cheats(backend)]
+        files += [ReplayFile(e.task_id.split("/", 1)[1], e.path, e.cheat, True)
+                  for e in bundled_cheats(backend)]
     return files
 
 
@@ -131,7 +132,8 @@ def parse_replay(spec: str) -> ReplayPolicy:
 
     parts = [p for p in spec.split("+") if p]
     if not parts:
-        raise ConfigError("replay needs a backend name or a folder: replay:cpp, replay:cpp+cheats, replay:PATH")
+        raise ConfigError("replay needs a backend name or a folder: replay:cpp, replay:cpp+cheats, "
+                          "replay:PATH")
     names = set(backends.names())
     backend_parts = [p for p in parts if p in names and not Path(p).is_dir()]
     files: list[ReplayFile] = []
@@ -146,6 +148,6 @@ def parse_replay(spec: str) -> ReplayPolicy:
         elif Path(part).expanduser().is_dir():
             files += scan_folder(part)
         else:
-            raise ConfigError(f"replay: {part!r} is not a backend ({', '.join(sorted(names))}), 'cheats' or a "
-                              f"folder.{did_you_mean(part, [*names, 'cheats'])}")
+            raise ConfigError(f"replay: {part!r} is not a backend ({', '.join(sorted(names))}), 'cheats' or "
+                              f"a folder.{did_you_mean(part, [*names, 'cheats'])}")
     return ReplayPolicy(files, name="replay:" + spec)

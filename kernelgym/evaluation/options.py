@@ -19,7 +19,8 @@ class EvalOptions:
     timing_trials: int = 100
     timing_budget_s: float = 4.0  # per side; stops early once spent (after at least 10 trials)
     warmup: int = 3
-    subtract_sync_cost: bool = True  # GPU: each timed call less the calibrated cost of the in-region synchronize
+    # GPU: each timed call less the calibrated cost of the in-region synchronize
+    subtract_sync_cost: bool = True
     profile: bool = True  # coverage and torch-compute check (CPU: cheap; GPU: torch.profiler)
     ncu: bool = False  # GPU: Nsight Compute counters per kernel after an ok verdict (costs seconds; opt-in)
     ncu_timeout_s: float = 60.0
@@ -29,11 +30,13 @@ class EvalOptions:
     max_torch_share: float = 0.3  # ATen compute above this share of the candidate's time is a passthrough
     max_untracked_share: float = 0.5  # CPU: time in neither its kernels nor ATen (another library's code)
     min_untracked_ms: float = 0.1  # ... counted only above this much, so Python's own overhead is no hack
-    reference_slowdown_limit: float = 3.0  # reference this much slower after the candidate's import: tampering
+    # reference this much slower after the candidate's import: tampering
+    reference_slowdown_limit: float = 3.0
     # (smaller slowdowns gain nothing: speedups use the clean, pre-import reference time when it is lower)
     threads: int = 1  # CPU threads for torch and OpenMP during timing
     compile_baseline: bool = False  # also report the speedup over torch.compile of the reference (cached)
-    baseline_only: bool = False  # time the reference (eager, and compiled with compile_baseline); no candidate
+    # time the reference (eager, and compiled with compile_baseline); no candidate
+    baseline_only: bool = False
     refresh_baseline: bool = False  # with baseline_only: measure again even when a cached baseline exists
     seed: int | None = None  # fixes the hidden seeds (for debugging only: normal runs draw fresh ones)
 

@@ -198,7 +198,8 @@ class EvalResult:
         timing = data.get("timing")
         profile = data.get("profile")
         return cls(
-            task_id=data["task_id"], backend=data["backend"], size=data["size"], verdict=Verdict(data["verdict"]),
+            task_id=data["task_id"], backend=data["backend"], size=data["size"],
+            verdict=Verdict(data["verdict"]),
             reasons=list(data.get("reasons", [])), static=build(StaticResult, data.get("static")),
             build=build(BuildResult, data.get("build")), load=build(LoadResult, data.get("load")),
             correctness=None if corr is None else CorrectnessResult(

@@ -31,7 +31,8 @@ class ScreenResult:
 
 def _load(task: Task, size: str) -> types.ModuleType:
     module = types.ModuleType("kernelgym_screen")
-    exec(compile(task.source_at(size), task.path or task.id, "exec"), module.__dict__)  # noqa: S102 - screening runs the task's own reference module, trusted like any task
+    # screening runs the task's own reference module, trusted like any task
+    exec(compile(task.source_at(size), task.path or task.id, "exec"), module.__dict__)  # noqa: S102
     return module
 
 
@@ -39,7 +40,8 @@ def _outputs(model, inputs) -> list[torch.Tensor]:
     with torch.no_grad():
         out = model(*inputs)
     items = list(out) if isinstance(out, tuple | list) else [out]
-    return [o.detach().double() if o.is_floating_point() else o.detach() for o in items if isinstance(o, torch.Tensor)]
+    tensors = [o for o in items if isinstance(o, torch.Tensor)]
+    return [o.detach().double() if o.is_floating_point() else o.detach() for o in tensors]
 
 
 def screen_task(task: Task, size: str = "cpu") -> ScreenResult:
@@ -66,7 +68,8 @@ def screen_task(task: Task, size: str = "cpu") -> ScreenResult:
             continue
         if a.shape == b.shape and torch.allclose(a, b, atol=atol, rtol=rtol):
             result.flags.append(f"constant_output: {label} is the same for different inputs")
-        elif a.is_floating_point() and a.numel() > 1 and float(a.std()) <= 1e-3 * float(a.abs().mean()) + atol:
+        elif (a.is_floating_point() and a.numel() > 1
+              and float(a.std()) <= 1e-3 * float(a.abs().mean()) + atol):
             result.flags.append(f"nearly_constant: {label} barely varies across its elements")
         if a.is_floating_point() and torch.allclose(torch.zeros_like(a), a, atol=atol, rtol=rtol):
             result.flags.append(f"zeros_pass: an all-zeros {label} is within atol={atol:g}")
@@ -79,6 +82,7 @@ def screen_task(task: Task, size: str = "cpu") -> ScreenResult:
             changed = _outputs(model, mixed)
         except Exception:  # noqa: BLE001, S112 - inputs the model rejects say nothing about this input
             continue
-        if all(a.shape == c.shape and torch.allclose(a, c, atol=atol, rtol=rtol) for a, c in zip(base, changed)):
+        if all(a.shape == c.shape and torch.allclose(a, c, atol=atol, rtol=rtol)
+               for a, c in zip(base, changed)):
             result.flags.append(f"ignores_input: the output does not depend on input {i}")
     return result

@@ -91,7 +91,8 @@ class TaskSet:
                 return False
             if name is not None and not _name_matches(task.name, name):
                 return False
-            if wanted_ids is not None and not any(task.id == i or task.id.endswith("/" + i) for i in wanted_ids):
+            if wanted_ids is not None and not any(task.id == i or task.id.endswith("/" + i)
+                                                  for i in wanted_ids):
                 return False
             return predicate is None or predicate(task)
 

@@ -83,10 +83,13 @@ class _Worker:
         }
         if self.pool.gpu and "CUDA_VISIBLE_DEVICES" not in os.environ:
             extra["CUDA_VISIBLE_DEVICES"] = str(self.index % max(1, self.pool.gpu_count))
-        self.log = open(os.path.join(work_root, "worker.log"), "ab")  # noqa: SIM115 - the worker's log stays open for the worker's lifetime
+        # the worker's log stays open for the worker's lifetime
+        self.log = open(os.path.join(work_root, "worker.log"), "ab")  # noqa: SIM115
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "kernelgym.workers.worker", str(theirs.fileno())], pass_fds=(theirs.fileno(),),
-            env=scrubbed_env(extra), cwd=work_root, stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log,
+            [sys.executable, "-m", "kernelgym.workers.worker", str(theirs.fileno())],
+            pass_fds=(theirs.fileno(),),
+            env=scrubbed_env(extra), cwd=work_root, stdin=subprocess.DEVNULL, stdout=self.log,
+            stderr=self.log,
         )
         theirs.close()
         self.conn = Connection(os.dup(ours.fileno()))
@@ -131,10 +134,12 @@ class _Worker:
             result = EvalResult.from_dict(data)
         except TimeoutError:
             self.stop()
-            return _failed(job, Verdict.TIMEOUT, f"worker_timeout: no answer in {limit:.0f} s; the worker was replaced")
+            return _failed(job, Verdict.TIMEOUT,
+                           f"worker_timeout: no answer in {limit:.0f} s; the worker was replaced")
         except (EOFError, OSError) as exc:
             self.stop()
-            return _failed(job, Verdict.CRASH, f"worker_crash: the worker died ({type(exc).__name__}); it was replaced")
+            return _failed(job, Verdict.CRASH,
+                           f"worker_crash: the worker died ({type(exc).__name__}); it was replaced")
         self.tasks_done += 1
         if self.tasks_done >= self.pool.config.max_tasks_per_worker or _spoiled(result):
             self.stop()
@@ -191,7 +196,8 @@ class EvalPool:
                  **options) -> EvalJob:
         opts = EvalOptions.from_kwargs(self.config.options, **options)
         backends.get(backend)
-        chosen = size or opts.size or ("gpu" if self.gpu and backends.get(backend).device == "cuda" else "cpu")
+        chosen = size or opts.size or ("gpu" if self.gpu and backends.get(backend).device == "cuda"
+                                       else "cpu")
         if not task.has_size(chosen):
             chosen = "gpu"
         if isinstance(source, bytes):

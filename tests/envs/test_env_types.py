@@ -1,4 +1,5 @@
-"""The env's typed outputs: the keys the TypedDicts declare are the keys handed out, episode ids are unique."""
+"""The env's typed outputs: the keys the TypedDicts declare are the keys handed out; episode ids are
+unique."""
 
 from __future__ import annotations
 

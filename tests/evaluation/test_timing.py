@@ -33,10 +33,11 @@ def test_cpu_timer_has_nothing_to_calibrate():
 def test_interleaved_timing_alternates_and_respects_the_trial_count():
     order = []
     timer = Timer("cpu")
-    ref, cand, _ = measure_interleaved(timer, lambda k: order.append("ref"), lambda k: order.append("cand"), 2,
-                                       TimingConfig(trials=6, warmup=1))
+    ref, cand, _ = measure_interleaved(timer, lambda k: order.append("ref"), lambda k: order.append("cand"),
+                                       2, TimingConfig(trials=6, warmup=1))
     assert len(ref) == len(cand) == 6
-    assert order[2:6] == ["ref", "cand", "cand", "ref"]  # after one warm-up pair, each trial swaps who goes first
+    # after one warm-up pair, each trial swaps who goes first
+    assert order[2:6] == ["ref", "cand", "cand", "ref"]
 
 
 def test_speedup_interval_contains_its_point():
