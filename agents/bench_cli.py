@@ -45,19 +45,11 @@ def bench_command(
     no_tensorboard: bool = typer.Option(False, "--no-tensorboard", help="skip the TensorBoard scalars"),
 ) -> None:
     """Run a policy over a task set (resumable: rerun the same command to continue), then report fast_p."""
-    from kernelgym.agents.bench import BenchConfig, BenchError, run_bench
-    from kernelgym.agents.policies import split_options
+    from kernelgym.agents.bench import BenchConfig, run_bench
     from kernelgym.errors import KernelGymError
 
-    def key_values(flag: str, items: list[str]) -> dict:
-        bad = [o for o in items if "=" not in o]
-        if bad:
-            typer.echo(f"error: {flag} takes KEY=VALUE, not {bad[0]!r}", err=True)
-            raise typer.Exit(1)
-        return split_options("x?" + "&".join(items))[1] if items else {}
-
-    options = key_values("--baseline-option", baseline_option)
-    judge = key_values("--eval-option", eval_option)
+    options = _key_values("--baseline-option", baseline_option)
+    judge = _key_values("--eval-option", eval_option)
     config = BenchConfig(env=env, policy=policy, baseline=baseline, backend=backend, size=size, tasks=tasks,
                          samples=samples, turns=turns, concurrency=concurrency, out=out, reward=reward,
                          seed=seed, kernelbench_root=kernelbench_root, tensorboard=not no_tensorboard,
@@ -65,7 +57,7 @@ def bench_command(
     command = "kernelgym bench " + " ".join(shlex.quote(a) for a in _bench_args())
     try:
         outcome = run_bench(config, command=command)
-    except (BenchError, KernelGymError, ValueError, TypeError, FileNotFoundError, ModuleNotFoundError) as exc:
+    except (KernelGymError, ValueError, TypeError, FileNotFoundError, ModuleNotFoundError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from None
     except KeyboardInterrupt:
@@ -73,6 +65,17 @@ def bench_command(
         raise typer.Exit(130) from None
     if outcome.errors:
         raise typer.Exit(2)
+
+
+def _key_values(flag: str, items: list[str]) -> dict:
+    """Repeated KEY=VALUE options as a dict (values typed as in policy specs)."""
+    from kernelgym.agents.policies import split_options
+
+    bad = [o for o in items if "=" not in o]
+    if bad:
+        typer.echo(f"error: {flag} takes KEY=VALUE, not {bad[0]!r}", err=True)
+        raise typer.Exit(1)
+    return split_options("x?" + "&".join(items))[1] if items else {}
 
 
 def _bench_args() -> list[str]:
