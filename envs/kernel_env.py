@@ -52,7 +52,7 @@ def cuda_available() -> bool:
         return False
 
 
-# Tasks -------------------------------------------------------------------------------------------------------
+# Tasks ------------------------------------------------------------------------------------------------------
 
 def _hf_dataset_cached() -> bool:
     home = os.environ.get("HF_HOME", os.path.join(os.path.expanduser("~"), ".cache", "huggingface"))
@@ -88,7 +88,8 @@ def select_tasks(config: EnvConfig, tasks: TaskSet | Iterable[Task] | None = Non
         found = [t for t in found if t.level == config.level]
     if not found:
         where = config.suite if tasks is None else "the given tasks"
-        raise SuiteUnavailableError(f"no tasks in {where}" + (f" at level {config.level}" if config.level else ""))
+        raise SuiteUnavailableError(f"no tasks in {where}"
+                                    + (f" at level {config.level}" if config.level else ""))
     chosen = TaskSet.of(found, config.suite)
     if config.task_ids:
         chosen = chosen.filter(ids=config.task_ids)
@@ -154,13 +155,14 @@ class KernelEnv(gym.Env[Observation, Action]):
         self._contract = backends.solution_contract(self.backend)  # raises BackendNotFoundError
         if backends.get(self.backend).device == "cpu":
             self.device = "cpu"  # cpp runs on the CPU whatever the machine has
-        # "auto": the gpu size only where candidates really run on a GPU (the cpu size keeps CPU timing short).
+        # "auto": the gpu size only where candidates really run on a GPU (the cpu size keeps CPU timing short)
         self.size = cfg.size if cfg.size != "auto" else ("gpu" if self.device == "cuda" else "cpu")
         self._eval_options = {"profile": cfg.profile, **cfg.eval_options}
         options = EvalOptions.from_kwargs(**self._eval_options)  # a typo fails here, not mid-episode
         self._hardware = hardware_summary(self.device, options.threads)
         self._reward_fn = get_reward(cfg.reward, **cfg.reward_kwargs)
-        self.reward_name = cfg.reward if isinstance(cfg.reward, str) else getattr(cfg.reward, "__name__", "custom")
+        named = isinstance(cfg.reward, str)
+        self.reward_name = cfg.reward if named else getattr(cfg.reward, "__name__", "custom")
         self.observation_space = observation_space(cfg.max_turns, cfg.max_text_chars)
         self.action_space = action_space(cfg.max_text_chars)
         self._writer = TrajectoryWriter(cfg.trajectory_path) if cfg.trajectory_path else None
@@ -170,11 +172,11 @@ class KernelEnv(gym.Env[Observation, Action]):
         self._episode: _Episode | None = None
         self._closed = False
 
-    # gymnasium API -------------------------------------------------------------------------------------------
+    # gymnasium API ------------------------------------------------------------------------------------------
 
     @property
     def episode_id(self) -> str | None:
-        """The current episode's id (also `info["episode_id"]` and each trajectory line's); None before reset."""
+        """The current episode's id (as `info["episode_id"]` and in trajectory lines); None before reset."""
         return self._episode.id if self._episode is not None else None
 
     def reset(self, *, seed: int | None = None,
@@ -201,7 +203,8 @@ class KernelEnv(gym.Env[Observation, Action]):
         size = self.size if task.has_size(self.size) else "gpu"
         self._episode = _Episode(id=uuid.uuid4().hex, task=task, size=size, seed=seed)
         info = {
-            "episode_id": self._episode.id, "task_id": task.id, "task": task.summary(), "backend": self.backend, "size": size, "seed": seed,
+            "episode_id": self._episode.id, "task_id": task.id, "task": task.summary(),
+            "backend": self.backend, "size": size, "seed": seed,
             "max_turns": self.config.max_turns, "reward_name": self.reward_name,
         }
         return self._observation(), cast(ResetInfo, without_none(info))
@@ -223,13 +226,15 @@ class KernelEnv(gym.Env[Observation, Action]):
         if ep is None:
             raise gym.error.ResetNeeded("call reset() before step()")
         if ep.terminated or ep.turn >= self.config.max_turns:
-            raise gym.error.ResetNeeded("the episode is over (done, target reached or max_turns); call reset()")
+            raise gym.error.ResetNeeded("the episode is over (done, target reached or max_turns); "
+                                        "call reset()")
         prompt_seen, feedback_seen = self._prompt(), ep.feedback
         reply = action if isinstance(action, str) else _as_text(action)
         parsed = parse_reply(reply, self.config.done_marker)
         state = EpisodeState(
-            task_id=ep.task.id, turn=ep.turn + 1, max_turns=self.config.max_turns, best_speedup=ep.best_verified,
-            last_speedup=ep.last_verified, previous_verdicts=tuple(ep.verdicts),
+            task_id=ep.task.id, turn=ep.turn + 1, max_turns=self.config.max_turns,
+            best_speedup=ep.best_verified, last_speedup=ep.last_verified,
+            previous_verdicts=tuple(ep.verdicts),
         )
         ep.turn += 1
         result: EvalResult | None
@@ -237,7 +242,8 @@ class KernelEnv(gym.Env[Observation, Action]):
             result, reward, verdict = None, 0.0, "done"
             ep.feedback = "Episode finished at your request."
         elif parsed.code is None:
-            result = EvalResult(ep.task.id, self.backend, ep.size, Verdict.COMPILE_ERROR, [f"no_code: {parsed.problem}"])
+            result = EvalResult(ep.task.id, self.backend, ep.size, Verdict.COMPILE_ERROR,
+                                [f"no_code: {parsed.problem}"])
             reward, verdict = float(self._reward_fn(result, state)), "no_code"
             ep.feedback = f"No solution found: {parsed.problem}."
         else:
@@ -280,7 +286,7 @@ class KernelEnv(gym.Env[Observation, Action]):
         self._closed = True
         super().close()
 
-    # internals --------------------------------------------------------------------------------------------------
+    # internals ----------------------------------------------------------------------------------------------
 
     def _choose_task(self, seed: int | None, options: dict[str, Any]) -> Task:
         task_id = options.pop("task_id", None)
@@ -326,7 +332,8 @@ class KernelEnv(gym.Env[Observation, Action]):
             return pool.evaluate(ep.task, code, backend=self.backend, size=ep.size, **self._eval_options)
         except KernelGymError:
             raise  # a closed pool or a bad option is the caller's mistake, not the agent's
-        except Exception as exc:  # noqa: BLE001 (the judge failed: a crashed turn, and a warning for the caller)
+        # the judge failed: a crashed turn, and a warning for the caller
+        except Exception as exc:  # noqa: BLE001
             logger.warn(f"kernelgym evaluation failed ({type(exc).__name__}: {exc}); scored as a crash")
             return EvalResult(ep.task.id, self.backend, ep.size, Verdict.CRASH,
                               [f"evaluator_error: {type(exc).__name__}: {str(exc)[:300]}"])
@@ -368,8 +375,9 @@ class KernelEnv(gym.Env[Observation, Action]):
             "episode_id": ep.id, "env_id": spec_id, "task_id": ep.task.id, "seed": ep.seed, "turn": ep.turn,
             "max_turns": self.config.max_turns, "backend": self.backend, "size": ep.size,
             "reward_name": self.reward_name, "prompt": prompt, "feedback_before": feedback_before,
-            "action": reply, "solution": parsed.code, "reply_parse": parsed.origin, "verdict": info["verdict"],
-            "result": info["result"], "feedback": ep.feedback, "reward": reward, "terminated": ep.terminated,
+            "action": reply, "solution": parsed.code, "reply_parse": parsed.origin,
+            "verdict": info["verdict"], "result": info["result"], "feedback": ep.feedback, "reward": reward,
+            "terminated": ep.terminated,
             "truncated": not ep.terminated and ep.turn >= self.config.max_turns,
             "best_speedup": ep.best_speedup, "time": time.time(),
         })
