@@ -195,6 +195,7 @@ def examples_command(
     as_json: bool = JsonOpt,
 ) -> None:
     """Judge the bundled example solutions for a backend (and, with --with-cheats, some cheats)."""
+    from kernelgym.evaluation.rules import Reason
     from kernelgym.solutions import cheats, examples
     from kernelgym.tasks import bundled
     from kernelgym.workers.pool import EvalPool
@@ -218,7 +219,8 @@ def examples_command(
         ci = f"{t.speedup_ci_low:.2f}-{t.speedup_ci_high:.2f}" if has_ci else ""
         verified = " verified" if t and t.verified else ""
         speed = f"{result.speedup:.2f}x{verified}" if result.speedup else "-"
-        verdict = result.verdict.value + (f" ({result.reasons[0].split(':')[0]})" if result.reasons else "")
+        rule = f" ({Reason.parse(result.reasons[0]).rule})" if result.reasons else ""
+        verdict = result.verdict.value + rule
         table.add_row(entry.task_id.split("/", 1)[1], entry.cheat or "example", verdict, speed, ci,
                       f"{result.wall_s:.1f}")
     if not as_json:
