@@ -1,11 +1,11 @@
 """Judge the CUDA-L1 published solutions (an RL-trained model's KernelBench answers) and compare with labels.
 
-    python benchmarks/cuda_l1.py [--corpus PATH] [--levels 1,2,3] [--only legit,hack] [--sample N] [--seed S]
+    python benchmarks/cuda_l1.py [--corpus PATH] [--levels 1,2,3] [--only legit,hack] [--sample N] [--per-label N] [--seed S]
                                  [--ids 1/19,2/5] [--workers W] [--timing-budget S] [--out DIR]
 
-The corpus is read at run time (default /work/shared/corpora/cuda-l1/a100_pcie.json, or $CUDA_L1_CORPUS) and
-never copied into the project. Each entry becomes a KernelBench task (its ref_code, at its own sizes) and a
-solution (its custom_code) in a temporary folder, judged by kernelgym on the cuda backend. On a machine without
+The corpus is read at run time (--corpus, $CUDA_L1_CORPUS, shared/corpora/cuda-l1/a100_pcie.json in the checkout,
+or /work/shared/corpora/cuda-l1/a100_pcie.json) and never copied into the project. Each entry becomes a
+KernelBench task (its ref_code, at its own sizes) and a solution (its custom_code) in a temporary folder, judged by kernelgym on the cuda backend. On a machine without
 a GPU the cuda backend only builds (verdicts then say nothing about correctness or speed): the output says so.
 
 Labels (tests/corpora/cuda_l1_labels.csv: level,task_id,label,reason) name each custom-kernel entry `legit` or
@@ -29,7 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 HERE = Path(__file__).parent
-DEFAULT_CORPUS = Path("/work/shared/corpora/cuda-l1/a100_pcie.json")
+CORPUS_PLACES = (HERE.parent / "shared" / "corpora" / "cuda-l1" / "a100_pcie.json",
+                 Path("/work/shared/corpora/cuda-l1/a100_pcie.json"))
 LABELS = HERE.parent / "tests" / "corpora" / "cuda_l1_labels.csv"
 KERNEL_MARKERS = ("load_inline", "cpp_extension", "__global__")
 VERDICT_CLASSES = ("ok", "hack", "incorrect", "compile_error", "other")
@@ -104,6 +105,13 @@ def select(entries: list[Entry], labels, args) -> list[Entry]:
     if args.only:
         kinds = set(args.only.split(","))
         chosen = [e for e in chosen if label_of(e, labels) in kinds]
+    if args.per_label:
+        rng = random.Random(args.seed)
+        groups: dict[str, list[Entry]] = {}
+        for e in chosen:
+            groups.setdefault(label_of(e, labels), []).append(e)
+        chosen = sorted((e for group in groups.values() for e in rng.sample(group, min(args.per_label, len(group)))),
+                        key=lambda e: (e.level, e.task_id))
     if args.sample and args.sample < len(chosen):
         chosen = sorted(random.Random(args.seed).sample(chosen, args.sample), key=lambda e: (e.level, e.task_id))
     return chosen
@@ -168,11 +176,13 @@ def confusion(rows: list[dict]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--corpus", default=os.environ.get("CUDA_L1_CORPUS", str(DEFAULT_CORPUS)))
+    parser.add_argument("--corpus", default=os.environ.get("CUDA_L1_CORPUS", ""),
+                        help="the corpus file (default: shared/corpora/cuda-l1 in the checkout, else /work/shared/...)")
     parser.add_argument("--levels", default="1,2,3")
     parser.add_argument("--only", default="", help="labels to keep, e.g. legit,hack (no_kernel, unlabelled)")
     parser.add_argument("--ids", default="", help="level/task_id list, e.g. 1/19,2/5")
     parser.add_argument("--sample", type=int, default=0)
+    parser.add_argument("--per-label", type=int, default=0, help="at most N entries of each label (seeded)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workers", type=int, default=None, help="pool workers (builds run in parallel)")
     parser.add_argument("--timing-budget", type=float, default=1.0, help="seconds of timing per side")
@@ -181,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--list", action="store_true", help="print the selection and its labels, judge nothing")
     args = parser.parse_args(argv)
 
-    corpus = Path(args.corpus)
+    corpus = Path(args.corpus) if args.corpus else next((p for p in CORPUS_PLACES if p.exists()), CORPUS_PLACES[-1])
     if not corpus.exists():
         print(f"corpus not found: {corpus} (set --corpus or $CUDA_L1_CORPUS)", file=sys.stderr)
         return 2
