@@ -48,7 +48,7 @@ torch::Tensor relu_slow(torch::Tensor x) {
 """
 
 _ext = load_inline(name="relu_static_init", cpp_sources=[_source], functions=["relu_slow"],
-                   extra_cflags=["-O3"])
+                   extra_cflags=["-O3", "-march=native", "-fopenmp"])
 
 
 def _get(obj, name):
