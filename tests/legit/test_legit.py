@@ -68,16 +68,21 @@ def _describe(legit: Legit, result: EvalResult) -> str:
             f"output tail: {result.output_tail[-600:]!r}")
 
 
-@pytest.fixture(scope="module")
-def legit_pool():
-    from kernelgym.workers.pool import EvalPool
-
-    with EvalPool(workers=2) as pool:
-        yield pool
+def submit(pool, legit: Legit):
+    return pool.submit(bundled().get(legit.task_id), legit.source, backend=legit.backend, size="cpu")
 
 
 def evaluate(pool, legit: Legit) -> EvalResult:
-    return pool.evaluate(bundled().get(legit.task_id), legit.source, backend=legit.backend, size="cpu")
+    return submit(pool, legit).result()
+
+
+@pytest.fixture(scope="module")
+def judged():
+    """Every solution submitted at once (the pool's workers judge them in parallel); name -> future."""
+    from kernelgym.workers.pool import EvalPool
+
+    with EvalPool(workers=2) as pool:
+        yield {legit.name: submit(pool, legit) for legit in SOLUTIONS}
 
 
 def test_corpus_covers_the_idioms():
@@ -93,8 +98,8 @@ def test_header_names_a_bundled_task(legit):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("legit", SOLUTIONS, ids=lambda s: s.name)
-def test_honest_idiom_is_ok(legit_pool, legit):
-    result = evaluate(legit_pool, legit)
+def test_honest_idiom_is_ok(judged, legit):
+    result = judged[legit.name].result()
     assert result.verdict is Verdict.OK, "FALSE REJECTION: " + _describe(legit, result)
     assert result.correct and result.timing is not None and result.timing.available, _describe(legit, result)
 
@@ -107,8 +112,9 @@ def _table(selected: list[Legit]) -> None:
     print("| file | task | verdict | speedup | rules |")
     print("| --- | --- | --- | --- | --- |")
     with EvalPool(workers=2) as pool:
-        for legit in selected:
-            result = evaluate(pool, legit)
+        futures = [(legit, submit(pool, legit)) for legit in selected]
+        for legit, future in futures:
+            result = future.result()
             timing = result.timing
             speed = f"{timing.speedup:.2f}x" if timing and timing.speedup is not None else "-"
             rules = ", ".join(sorted({rule_of(r) for r in result.reasons}))
