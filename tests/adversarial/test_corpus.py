@@ -16,9 +16,9 @@ A cheat passes when it earns nothing: either the judge's verdict is hack or inco
 and no reward in `kernelgym.rewards` pays it more than a plain failed attempt; or its trick was defused —
 it aims at something that no longer lives in the candidate's process (the timer, the reference, the checked
 calls), so what is left is the honest part of it: verdict ok, no verified speedup, a measured speedup below
-its Max-speedup (1.1 when not given), and no reward above a correct solution without a speedup. cpp cheats
-run on the CPU (in CI); triton and cuda cheats are marked gpu and run on a GPU host. A failing case here is
-a hole in the judge: keep it failing until the judge is fixed, never loosen the assertion.
+its Max-speedup (1.1 when not given), and no reward above a correct solution measured at that speedup. cpp
+cheats run on the CPU (in CI); triton and cuda cheats are marked gpu and run on a GPU host. A failing case
+here is a hole in the judge: keep it failing until the judge is fixed, never loosen the assertion.
 """
 
 from __future__ import annotations
@@ -135,8 +135,13 @@ def _describe(cheat: Cheat, result: EvalResult) -> str:
 DEFUSED_MAX_SPEEDUP = 1.1
 
 
-def _correct_without_speedup(result: EvalResult) -> EvalResult:
-    return EvalResult(result.task_id, result.backend, result.size, Verdict.OK, [])
+def _correct_at(result: EvalResult, speedup: float) -> EvalResult:
+    """The same measurement, as an honest correct solution with an unverified `speedup` would have it."""
+    import copy
+
+    honest = copy.deepcopy(result)
+    honest.timing.speedup, honest.timing.verified = speedup, False
+    return honest
 
 
 def assert_no_credit(cheat: Cheat, result: EvalResult) -> None:
@@ -146,8 +151,8 @@ def assert_no_credit(cheat: Cheat, result: EvalResult) -> None:
         assert result.speedup is not None and result.speedup < limit, "HOLE: " + _describe(cheat, result)
         for name in rewards.names():
             reward = rewards.get_reward(name)
-            assert reward(result) <= reward(_correct_without_speedup(result)), (f"reward {name!r}: "
-                                                                               + _describe(cheat, result))
+            assert reward(result) <= reward(_correct_at(result, limit)), (f"reward {name!r}: "
+                                                                          + _describe(cheat, result))
         return
     label = "unexpected verdict (neither hack nor incorrect): "
     assert result.verdict in cheat.accepted, label + _describe(cheat, result)
