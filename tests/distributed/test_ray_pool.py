@@ -21,7 +21,8 @@ from kernelgym.tasks import bundled
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ["L1/1_ReLU", "L1/7_GELU", "L1/23_Sum_Dim"]
-CHEATS = ["cpp_constant_output", "cpp_mutate_inputs", "cpp_exit_during_correctness", "cpp_background_thread"]
+# Cheats whose verdict is deterministic (a racing thread's cheat is caught by whichever check it trips first).
+CHEATS = ["cpp_constant_output", "cpp_mutate_inputs", "cpp_exit_during_correctness", "cpp_patch_model_at_import"]
 FAST_JUDGE = {"timing_trials": 10, "timing_budget_s": 0.5}
 
 
