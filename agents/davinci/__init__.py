@@ -32,4 +32,5 @@ _LAZY = {
 
 __getattr__ = lazy_getattr("kernelgym.agents.davinci", _LAZY)
 
-__all__ = sorted(_LAZY)
+__all__ = ["Backbone", "BackboneConfig", "EpisodeConfig", "EpisodeRunner", "RLConfig", "SFTConfig", "Teacher",
+           "Trajectory", "load_config", "run_rl", "run_sft"]

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelgym.agents.davinci.config import ROLES, BackboneConfig
+
 from kernelgym.errors import ConfigError
 
 META_FILE = "davinci.json"  # written next to a saved backbone: the base it extends and its adapters

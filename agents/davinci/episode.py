@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium as gym
-
-import kernelgym  # noqa: F401  (registers the env ids)
 from kernelgym.agents.davinci import roles
 from kernelgym.agents.davinci.config import EpisodeConfig
 from kernelgym.agents.davinci.trajectory import RoleTurn, Trajectory
+
+import kernelgym  # noqa: F401  (registers the env ids)
 from kernelgym.errors import KernelGymError
 from kernelgym.tasks import resolve_task
 

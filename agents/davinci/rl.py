@@ -53,7 +53,6 @@ def episode_metrics(groups: list[list[Trajectory]]) -> dict[str, float]:
 
 def run_rl(config: RLConfig, *, backbone=None, pool=None, tensorboard: bool = True) -> RLResult:
     import torch
-
     from kernelgym.agents.davinci.backbone import Backbone
     from kernelgym.agents.davinci.episode import EpisodeRunner
     from kernelgym.skill_store import SkillStore

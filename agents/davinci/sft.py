@@ -15,6 +15,7 @@ from typing import Any
 
 from kernelgym.agents.davinci import sft_data
 from kernelgym.agents.davinci.config import ROLES, SFTConfig, to_dict
+
 from kernelgym.errors import ConfigError
 
 

