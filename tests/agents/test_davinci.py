@@ -345,3 +345,27 @@ def test_train_command_reads_file_and_overrides(tmp_path):
         (1, 0.001, "minhash", 1)
     bad = CliRunner().invoke(app, ["train", "rl", "--print-config", "episode.turns=3"])
     assert bad.exit_code == 1 and "episode.turns" in bad.output
+
+
+@pytest.mark.slow
+def test_smollm2_backbone_is_trainable(tmp_path):
+    """The offline SmolLM2 copy loads without the GGUF quantization_config, TRL's SFTTrainer accepts it, and
+    one REINFORCE step raises the log-probability of a rewarded reply."""
+    from datasets import Dataset
+    from trl import SFTConfig as TRLSFTConfig
+    from trl import SFTTrainer
+
+    from kernelgym.agents.davinci.backbone import Backbone
+    from kernelgym.agents.davinci.reinforce import make_optimizer, reinforce_step
+
+    backbone = Backbone(BackboneConfig(model="smollm2", max_prompt_tokens=256, threads=1))
+    assert getattr(backbone.model.config, "quantization_config", None) is None
+    rows = [{"prompt": [{"role": "user", "content": "hi"}], "completion": [{"role": "assistant", "content": "ok"}]}]
+    SFTTrainer(model=backbone.model, processing_class=backbone.tokenizer, train_dataset=Dataset.from_list(rows),
+               args=TRLSFTConfig(output_dir=str(tmp_path), use_cpu=True, bf16=False, report_to=[], max_steps=1))
+    turn = _fixed_turn(backbone, "selection", "Pick skills for a ReLU task.", '["cpp-openmp-simd-elementwise"]', 1.0)
+    traj = Trajectory("bundled/L1/1_ReLU", "activation", "cpp", "cpu", turns=[turn])
+    before = float(backbone.token_logprobs("selection", turn.prompt_ids, turn.completion_ids).sum())
+    reinforce_step(backbone, make_optimizer(backbone, lr=1e-4), [traj])
+    after = float(backbone.token_logprobs("selection", turn.prompt_ids, turn.completion_ids).sum())
+    assert after > before
