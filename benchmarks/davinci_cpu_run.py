@@ -1,6 +1,9 @@
-"""A small real learning run of the daVinci agent on the CPU: SmolLM2-135M, cpp backend, bundled tasks.
+"""A small real learning run of the daVinci agent: SmolLM2-135M, cpp backend, bundled tasks.
 
-    python benchmarks/davinci_cpu_run.py --out runs/davinci-cpu [--rl-steps 3] [--model smollm2]
+    python benchmarks/davinci_cpu_run.py --out runs/davinci-cpu [--rl-steps 3] [--model smollm2] [--device cuda]
+
+The model runs on --device (cpu by default; cuda puts generation and training on the GPU while the cpp
+judge stays on the CPU cores).
 
 1. evaluate the base model on held-out level-1 tasks (no example solution ships for them);
 2. SFT cold start on the training split (the level-1 tasks whose C++ example solution the judge confirms);
@@ -43,7 +46,6 @@ def evaluate(backbone, pool, tokens: int) -> dict:
 
 
 def main() -> None:
-    from kernelgym import EvalPool
     from kernelgym.agents.davinci.backbone import Backbone
     from kernelgym.agents.davinci.config import (
         BackboneConfig,
@@ -55,9 +57,12 @@ def main() -> None:
     from kernelgym.agents.davinci.rl import run_rl
     from kernelgym.agents.davinci.sft import run_sft
 
+    from kernelgym import EvalPool
+
     out = Path(ARGS.out)
     out.mkdir(parents=True, exist_ok=True)
-    backbone_config = BackboneConfig(model=ARGS.model, max_prompt_tokens=2048, threads=ARGS.threads)
+    backbone_config = BackboneConfig(model=ARGS.model, max_prompt_tokens=2048, threads=ARGS.threads,
+                                     device=ARGS.device)
     results: dict = {"train": TRAIN, "held_out": HELD_OUT, "args": vars(ARGS)}
     with EvalPool(workers=1) as pool:
         backbone = Backbone(backbone_config)
@@ -73,7 +78,7 @@ def main() -> None:
         results["after_sft"] = evaluate(backbone, pool, ARGS.tokens)
         print("after SFT", results["after_sft"], flush=True)
         rl = RLConfig(backbone=BackboneConfig(model=str(sft_result.output_dir), max_prompt_tokens=2048,
-                                              threads=ARGS.threads),
+                                              threads=ARGS.threads, device=ARGS.device),
                       episode=EpisodeConfig(task_ids=TRAIN, max_turns=ARGS.turns, eval_options=JUDGE,
                                             policy_tokens=ARGS.tokens, gate_runs=2),
                       output_dir=str(out / "rl"), steps=ARGS.rl_steps, tasks_per_step=2, group_size=2,
@@ -122,5 +127,6 @@ if __name__ == "__main__":
     parser.add_argument("--rl-steps", type=int, default=3)
     parser.add_argument("--rl-lr", type=float, default=1e-5)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--device", default="cpu", help="where the model runs: cpu or cuda")
     ARGS = parser.parse_args()
     main()

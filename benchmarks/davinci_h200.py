@@ -46,7 +46,7 @@ class SlotProbe:
                 self.samples += 1
                 time.sleep(self.period_s)
 
-    def __enter__(self) -> SlotProbe:
+    def __enter__(self) -> SlotProbe:  # noqa: PYI034 (Python 3.10 has no typing.Self)
         self._thread.start()
         return self
 
@@ -82,6 +82,7 @@ class ReplayingBackbone:
                     out.text = f"```python\n{source}\n```"
         if role == "summary":  # a well-formed skill, so the gate re-runs the solution as in training
             from kernelgym.agents.davinci.roles import teacher_summary
+
             from kernelgym.tasks import resolve_task
 
             task = resolve_task(messages[1]["content"].split()[1])
@@ -91,8 +92,6 @@ class ReplayingBackbone:
 
 def main(args) -> None:
     import torch
-
-    from kernelgym import EvalPool
     from kernelgym.agents.davinci import rewards
     from kernelgym.agents.davinci.backbone import Backbone
     from kernelgym.agents.davinci.config import BackboneConfig, EpisodeConfig, RLConfig
@@ -100,6 +99,8 @@ def main(args) -> None:
     from kernelgym.agents.davinci.reinforce import make_optimizer, reinforce_step
     from kernelgym.agents.tiny import make_tiny_model
     from kernelgym.skill_store import SkillStore
+
+    from kernelgym import EvalPool
     from kernelgym.solutions import examples
 
     out = Path(args.out)

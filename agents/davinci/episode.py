@@ -18,7 +18,7 @@ from kernelgym.agents.davinci.config import EpisodeConfig
 from kernelgym.agents.davinci.trajectory import RoleTurn, Trajectory
 
 import kernelgym  # noqa: F401  (registers the env ids)
-from kernelgym.errors import KernelGymError
+from kernelgym.errors import ConfigError, KernelGymError
 from kernelgym.tasks import resolve_task
 
 
@@ -45,6 +45,8 @@ class EpisodeRunner:
 
     def __post_init__(self) -> None:
         c = self.config
+        if c.summarize not in ("correct", "never"):
+            raise ConfigError(f"episode.summarize must be 'correct' or 'never', not {c.summarize!r}")
         self.env = gym.make(c.env_id, backend=c.backend, size=c.size, max_turns=c.max_turns, reward=c.reward,
                             eval_options=dict(c.eval_options), pool=self.pool,
                             task_ids=c.task_ids)

@@ -20,8 +20,7 @@ app = typer.Typer(help="Train the daVinci agent (skill selection, policy, skill 
                   no_args_is_help=True, pretty_exceptions_enable=False)
 
 ConfigOpt = typer.Option(None, "--config", "-c", help="TOML or JSON file with the config's fields")
-OverridesArg = typer.Argument(None, help=  # noqa: B008 (typer's idiom)
-    "KEY=VALUE overrides, dotted for sections (episode.max_turns=2)")
+OverridesArg = typer.Argument(None, help="KEY=VALUE overrides, dotted for sections (episode.max_turns=2)")
 PrintOpt = typer.Option(False, "--print-config", help="print the resolved config and exit")
 
 

@@ -53,8 +53,9 @@ class Trajectory:
 
     def to_dict(self, with_ids: bool = False) -> dict[str, Any]:
         data = dataclasses.asdict(self)
-        if not with_ids:
+        if not with_ids:  # the record of a run: sizes instead of ids, and no copy of every prompt
             for turn in data["turns"]:
                 turn["prompt_tokens"] = len(turn.pop("prompt_ids"))
                 turn["completion_tokens"] = len(turn.pop("completion_ids"))
+                turn["meta"].pop("messages", None)
         return data

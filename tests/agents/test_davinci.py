@@ -352,11 +352,10 @@ def test_smollm2_backbone_is_trainable(tmp_path):
     """The offline SmolLM2 copy loads without the GGUF quantization_config, TRL's SFTTrainer accepts it, and
     one REINFORCE step raises the log-probability of a rewarded reply."""
     from datasets import Dataset
-    from trl import SFTConfig as TRLSFTConfig
-    from trl import SFTTrainer
-
     from kernelgym.agents.davinci.backbone import Backbone
     from kernelgym.agents.davinci.reinforce import make_optimizer, reinforce_step
+    from trl import SFTConfig as TRLSFTConfig
+    from trl import SFTTrainer
 
     backbone = Backbone(BackboneConfig(model="smollm2", max_prompt_tokens=256, threads=1))
     assert getattr(backbone.model.config, "quantization_config", None) is None
