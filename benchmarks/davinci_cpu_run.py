@@ -1,4 +1,4 @@
-"""A small real learning run of the daVinci agent: SmolLM2-135M, cpp backend, bundled tasks.
+"""A small real learning run of the daVinci agent: SmolLM2-135M, cpp (or triton) backend, bundled tasks.
 
     python benchmarks/davinci_cpu_run.py --out runs/davinci-cpu [--rl-steps 3] [--model smollm2] [--device cuda]
 
@@ -6,7 +6,8 @@ The model runs on --device (cpu by default; cuda puts generation and training on
 judge stays on the CPU cores).
 
 1. evaluate the base model on held-out level-1 tasks (no example solution ships for them);
-2. SFT cold start on the training split (the level-1 tasks whose C++ example solution the judge confirms);
+2. SFT cold start on the training split (the level-1 tasks whose example solution for the backend the
+   judge confirms);
 3. evaluate again; 4. RL (REINFORCE, per-role advantages) on the training split; 5. evaluate again.
 Writes `results.json` (compile rate, correct rate, fast_1 per phase; skills admitted during RL),
 `curves.png` (RL metrics per step) and TensorBoard logs under the phases' folders.
@@ -19,10 +20,15 @@ import json
 import time
 from pathlib import Path
 
-TRAIN = ["L1/1_ReLU", "L1/2_Matmul_Square", "L1/7_GELU", "L1/10_Softmax", "L1/15_LayerNorm", "L1/20_MaxPool2d",
-         "L1/23_Sum_Dim", "L1/26_Argmax_Dim", "L1/27_Cumsum", "L1/31_CrossEntropyLoss", "L1/37_DepthwiseConv2d"]
 HELD_OUT = ["L1/8_Sigmoid", "L1/9_Tanh", "L1/12_LeakyReLU", "L1/24_Mean_Dim"]
 JUDGE = {"timing_budget_s": 1.0, "reference_slowdown_limit": 100.0}
+
+
+def train_split(backend: str) -> list[str]:
+    """The level-1 tasks with a bundled example solution for the backend (none of HELD_OUT has one)."""
+    from kernelgym.solutions import examples
+
+    return [e.task_id.removeprefix("bundled/") for e in examples(backend) if e.task_id.startswith("bundled/L1/")]
 
 
 def evaluate(backbone, pool, tokens: int) -> dict:
@@ -33,7 +39,7 @@ def evaluate(backbone, pool, tokens: int) -> dict:
     from kernelgym.skill_store import SkillStore
 
     config = EpisodeConfig(max_turns=1, summarize="never", temperature=0.0, policy_tokens=tokens,
-                           eval_options=JUDGE, task_ids=HELD_OUT)
+                           eval_options=JUDGE, task_ids=HELD_OUT, **SETTING)
     with SkillStore(Path(ARGS.out) / "eval-skills.sqlite") as store:
         runner = EpisodeRunner(config, backbone, store, pool)
         t0 = time.monotonic()
@@ -61,16 +67,17 @@ def main() -> None:
 
     out = Path(ARGS.out)
     out.mkdir(parents=True, exist_ok=True)
+    train = train_split(ARGS.backend)
     backbone_config = BackboneConfig(model=ARGS.model, max_prompt_tokens=2048, threads=ARGS.threads,
                                      device=ARGS.device)
-    results: dict = {"train": TRAIN, "held_out": HELD_OUT, "args": vars(ARGS)}
+    results: dict = {"train": train, "held_out": HELD_OUT, "args": vars(ARGS)}
     with EvalPool(workers=1) as pool:
         backbone = Backbone(backbone_config)
         results["before_sft"] = evaluate(backbone, pool, ARGS.tokens)
         print("before SFT", results["before_sft"], flush=True)
         sft = SFTConfig(backbone=backbone_config, output_dir=str(out / "sft"), epochs=ARGS.sft_epochs, lr=ARGS.sft_lr,
-                        batch_size=1, max_length=3072, data=SFTDataConfig(replay_backend="cpp"),
-                        episode=EpisodeConfig(task_ids=TRAIN, max_turns=1, eval_options=JUDGE))
+                        batch_size=1, max_length=3072, data=SFTDataConfig(replay_backend=ARGS.backend),
+                        episode=EpisodeConfig(task_ids=train, max_turns=1, eval_options=JUDGE, **SETTING))
         t0 = time.monotonic()
         sft_result = run_sft(sft, backbone=backbone, pool=pool)
         results["sft"] = {"examples": sft_result.examples, "filter": sft_result.filter_report,
@@ -79,8 +86,8 @@ def main() -> None:
         print("after SFT", results["after_sft"], flush=True)
         rl = RLConfig(backbone=BackboneConfig(model=str(sft_result.output_dir), max_prompt_tokens=2048,
                                               threads=ARGS.threads, device=ARGS.device),
-                      episode=EpisodeConfig(task_ids=TRAIN, max_turns=ARGS.turns, eval_options=JUDGE,
-                                            policy_tokens=ARGS.tokens, gate_runs=2),
+                      episode=EpisodeConfig(task_ids=train, max_turns=ARGS.turns, eval_options=JUDGE,
+                                            policy_tokens=ARGS.tokens, gate_runs=2, **SETTING),
                       output_dir=str(out / "rl"), steps=ARGS.rl_steps, tasks_per_step=2, group_size=2,
                       lr=ARGS.rl_lr, save_every=ARGS.rl_steps)
         t0 = time.monotonic()
@@ -128,5 +135,7 @@ if __name__ == "__main__":
     parser.add_argument("--rl-lr", type=float, default=1e-5)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--device", default="cpu", help="where the model runs: cpu or cuda")
+    parser.add_argument("--backend", default="cpp", help="cpp (CPU judge) or triton (GPU judge, gpu size)")
     ARGS = parser.parse_args()
+    SETTING = {"backend": ARGS.backend, "size": "gpu" if ARGS.backend != "cpp" else "cpu"}
     main()

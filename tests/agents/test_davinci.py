@@ -182,7 +182,7 @@ def _fixed_turn(backbone, role, prompt, completion, advantage):
                     advantage=advantage)
 
 
-def test_rl_step_raises_the_rewarded_roles_logprob_only(tiny_qwen):
+def test_rl_step_raises_the_rewarded_roles_logprob_only(tiny_qwen, tmp_path):
     """With an adapter per role, a reward for the selection turn moves only the selection adapter."""
     import torch
     from kernelgym.agents.davinci.reinforce import make_optimizer, reinforce_step
@@ -209,6 +209,12 @@ def test_rl_step_raises_the_rewarded_roles_logprob_only(tiny_qwen):
     traj.turns[0].advantage = -1.0
     reinforce_step(backbone, optimizer, [traj], max_grad_norm=100.0)
     assert logprob(traj.turns[0]) < after[0]
+
+    # The three adapters save and load back as they were.
+    saved = [logprob(t) for t in traj.turns]
+    backbone.save(tmp_path / "ckpt")
+    backbone = _backbone(tmp_path / "ckpt")
+    assert backbone.lora and [logprob(t) for t in traj.turns] == pytest.approx(saved, abs=1e-5)
 
 
 def roles_order():
