@@ -15,7 +15,7 @@ def bench_command(
                             help="env id (KernelGym-L1-v0), a comma list, or a family for all levels (KernelGym-v0)"),
     policy: str = typer.Option("replay:cpp+cheats", "--policy",
                                help="replay:cpp[+cheats] | replay:PATH | smollm2 | hf:PATH_OR_NAME | "
-                                    "openai:MODEL@BASE_URL | scripted:..."),
+                                    "openai:MODEL@BASE_URL | scripted:... | davinci:CHECKPOINT"),
     backend: str = typer.Option("cpp", "--backend", help="cpp, triton or cuda"),
     size: str = typer.Option("cpu", "--size", help="cpu or gpu problem sizes"),
     tasks: str = typer.Option("auto", "--tasks",
@@ -24,7 +24,9 @@ def bench_command(
     samples: int = typer.Option(1, "--samples", help="independent episodes per task"),
     turns: int | None = typer.Option(None, "--turns",
                                      help="replies per episode (best_of_n: N); default: replay's file count, else 4"),
-    baseline: str = typer.Option("refine", "--baseline", help=f"one of {', '.join(BASELINES)}"),
+    baseline: str | None = typer.Option(None, "--baseline",
+                                        help=f"one of {', '.join(BASELINES)}; default: davinci for a davinci: "
+                                             "policy, else refine"),
     concurrency: int = typer.Option(1, "--concurrency", help="episodes in flight (each evaluation uses a core)"),
     out: str | None = typer.Option(None, "--out", help="output folder (default runs/bench/<env>__<policy>__<baseline>)"),
     reward: str = typer.Option("speedup", "--reward", help="reward function name (kernelgym.rewards)"),
@@ -49,6 +51,8 @@ def bench_command(
             raise typer.Exit(1)
         return split_options("x?" + "&".join(items))[1] if items else {}
 
+    if baseline is None:  # a daVinci checkpoint is benched the way it was trained: skills in the prompt
+        baseline = "davinci" if policy.startswith("davinci:") else "refine"
     options = key_values("--baseline-option", baseline_option)
     judge = key_values("--eval-option", eval_option)
     config = BenchConfig(env=env, policy=policy, baseline=baseline, backend=backend, size=size, tasks=tasks,
