@@ -66,9 +66,10 @@ def replay_examples(runner, backend: str, task_ids: Sequence[str] | None = None)
 
     labels = {(lab.task_id, lab.backend): lab.relevant for lab in load_labels()}
     wanted = {resolve_task(t).id for t in task_ids} if task_ids else None
+    in_env = {t.id for t in runner.env.unwrapped.tasks}  # e.g. level 1 only for KernelGym-L1-v0
     out: list[Example] = []
     for solution in bundled_solutions(backend):
-        if wanted is not None and solution.task_id not in wanted:
+        if solution.task_id not in in_env or (wanted is not None and solution.task_id not in wanted):
             continue
         task = resolve_task(solution.task_id)
         summary = roles.teacher_summary(task.name, task.category, query_for_task(task).bound, solution.source)
