@@ -19,7 +19,6 @@ from kernelgym.agents.davinci.trajectory import RoleTurn, Trajectory
 
 import kernelgym  # noqa: F401  (registers the env ids)
 from kernelgym.errors import ConfigError, KernelGymError
-from kernelgym.tasks import resolve_task
 
 
 @dataclass
@@ -60,7 +59,7 @@ class EpisodeRunner:
     def run(self, task_id: str, teacher: Teacher | None = None) -> Trajectory:
         teacher = teacher or Teacher()
         obs, info = self.env.reset(options={"task_id": task_id})
-        task = resolve_task(info["task_id"])
+        task = next(t for t in self.env.unwrapped.tasks if t.id == info["task_id"])  # any suite, not only bundled
         traj = Trajectory(task_id=info["task_id"], category=task.category, backend=self.config.backend,
                           size=info["size"])
         skills = self._select(task, traj, teacher)
