@@ -1,6 +1,7 @@
 """A small real learning run of the daVinci agent: SmolLM2-135M, cpp (or triton) backend, bundled tasks.
 
-    python benchmarks/davinci_cpu_run.py --out runs/davinci-cpu [--rl-steps 3] [--model smollm2] [--device cuda]
+    python benchmarks/davinci_cpu_run.py --out runs/davinci-cpu [--rl-steps 3] [--model smollm2] \
+        [--device cuda] [--backend triton]
 
 The model runs on --device (cpu by default; cuda puts generation and training on the GPU while the cpp
 judge stays on the CPU cores).
@@ -28,7 +29,8 @@ def train_split(backend: str) -> list[str]:
     """The level-1 tasks with a bundled example solution for the backend (none of HELD_OUT has one)."""
     from kernelgym.solutions import examples
 
-    return [e.task_id.removeprefix("bundled/") for e in examples(backend) if e.task_id.startswith("bundled/L1/")]
+    ids = [e.task_id for e in examples(backend)]
+    return [t.removeprefix("bundled/") for t in ids if t.startswith("bundled/L1/")]
 
 
 def evaluate(backbone, pool, tokens: int) -> dict:
@@ -52,6 +54,7 @@ def evaluate(backbone, pool, tokens: int) -> dict:
 
 
 def main() -> None:
+    from kernelgym import EvalPool
     from kernelgym.agents.davinci.backbone import Backbone
     from kernelgym.agents.davinci.config import (
         BackboneConfig,
@@ -63,8 +66,6 @@ def main() -> None:
     from kernelgym.agents.davinci.rl import run_rl
     from kernelgym.agents.davinci.sft import run_sft
 
-    from kernelgym import EvalPool
-
     out = Path(ARGS.out)
     out.mkdir(parents=True, exist_ok=True)
     train = train_split(ARGS.backend)
@@ -75,7 +76,8 @@ def main() -> None:
         backbone = Backbone(backbone_config)
         results["before_sft"] = evaluate(backbone, pool, ARGS.tokens)
         print("before SFT", results["before_sft"], flush=True)
-        sft = SFTConfig(backbone=backbone_config, output_dir=str(out / "sft"), epochs=ARGS.sft_epochs, lr=ARGS.sft_lr,
+        sft = SFTConfig(backbone=backbone_config, output_dir=str(out / "sft"), epochs=ARGS.sft_epochs,
+                        lr=ARGS.sft_lr,
                         batch_size=1, max_length=3072, data=SFTDataConfig(replay_backend=ARGS.backend),
                         episode=EpisodeConfig(task_ids=train, max_turns=1, eval_options=JUDGE, **SETTING))
         t0 = time.monotonic()
@@ -124,7 +126,8 @@ def plot(out: Path) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default="runs/davinci-cpu")
     parser.add_argument("--model", default="smollm2")
     parser.add_argument("--tokens", type=int, default=384, help="max new tokens of a policy turn")

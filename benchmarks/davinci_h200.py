@@ -82,7 +82,6 @@ class ReplayingBackbone:
                     out.text = f"```python\n{source}\n```"
         if role == "summary":  # a well-formed skill, so the gate re-runs the solution as in training
             from kernelgym.agents.davinci.roles import teacher_summary
-
             from kernelgym.tasks import resolve_task
 
             task = resolve_task(messages[1]["content"].split()[1])
@@ -92,6 +91,8 @@ class ReplayingBackbone:
 
 def main(args) -> None:
     import torch
+
+    from kernelgym import EvalPool
     from kernelgym.agents.davinci import rewards
     from kernelgym.agents.davinci.backbone import Backbone
     from kernelgym.agents.davinci.config import BackboneConfig, EpisodeConfig, RLConfig
@@ -99,8 +100,6 @@ def main(args) -> None:
     from kernelgym.agents.davinci.reinforce import make_optimizer, reinforce_step
     from kernelgym.agents.tiny import make_tiny_model
     from kernelgym.skill_store import SkillStore
-
-    from kernelgym import EvalPool
     from kernelgym.solutions import examples
 
     out = Path(args.out)
@@ -112,8 +111,8 @@ def main(args) -> None:
     backbone = Backbone(BackboneConfig(model=str(folder), device=device, max_prompt_tokens=4096))
     gen = ReplayingBackbone(backbone, solutions)
     config = RLConfig(episode=EpisodeConfig(backend=args.backend, size="gpu" if device == "cuda" else "cpu",
-                                            max_turns=args.turns, task_ids=task_ids, policy_tokens=args.tokens,
-                                            gate_runs=2),
+                                            max_turns=args.turns, task_ids=task_ids,
+                                            policy_tokens=args.tokens, gate_runs=2),
                       tasks_per_step=args.tasks, group_size=args.group)
     optimizer = make_optimizer(backbone, 1e-4)
     episodes, steps, train_s = 0, 0, 0.0
@@ -150,16 +149,19 @@ def main(args) -> None:
         "settings": vars(args),
     }
     (out / "davinci_h200.json").write_text(json.dumps(result, indent=1))
-    lines = [f"# daVinci RL throughput ({result['device']}, {args.backend})", "", "| metric | value |", "|---|---|"]
+    lines = [f"# daVinci RL throughput ({result['device']}, {args.backend})", "",
+             "| metric | value |", "|---|---|"]
     lines += [f"| {k} | {v} |" for k, v in result.items() if k != "settings"]
     (out / "davinci_h200.md").write_text("\n".join(lines) + "\n")
     print(json.dumps(result, indent=1))
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default=os.environ.get("OUT", "runs/davinci-h200"))
-    parser.add_argument("--seconds", type=float, default=150.0, help="measured time (after one warm-up episode)")
+    parser.add_argument("--seconds", type=float, default=150.0,
+                        help="measured time (after one warm-up episode)")
     parser.add_argument("--backend", default="triton")
     parser.add_argument("--tasks", type=int, default=2, help="tasks per RL step")
     parser.add_argument("--group", type=int, default=4, help="rollouts per task")

@@ -41,7 +41,8 @@ def main() -> None:
 
     rl = run_rl(RLConfig(backbone=BackboneConfig(model=str(sft.output_dir)), episode=episode, steps=2,
                          tasks_per_step=2, group_size=2, output_dir=f"{args.out}/rl"))
-    print(f"RL: {rl.steps_done} steps, skills admitted: {rl.admitted}; TensorBoard: {args.out}/rl/tensorboard")
+    print(f"RL: {rl.steps_done} steps, skills admitted: {rl.admitted}; "
+          f"TensorBoard: {args.out}/rl/tensorboard")
 
 
 if __name__ == "__main__":

@@ -42,7 +42,6 @@ def select_skills(task_id: str, backend: str, policy, config: DavinciConfig) -> 
     from kernelgym.skill_store import SkillStore
     from kernelgym.skill_store.rerank import RerankConfig, rerank
     from kernelgym.skill_store.retrieval import Retriever, as_query
-
     from kernelgym.tasks import resolve_task
 
     if not config.skills:
@@ -70,8 +69,8 @@ def run_episode(env, policy, task_id: str, config: DavinciConfig | None = None, 
         messages = policy_messages(obs["prompt"], skills, history[-config.history:] if config.history else [])
         started = time.monotonic()
         reply = policy.act({**obs, "messages": messages}, policy_info(info, attempt))
-        obs, info, over, turn = step(env, reply, attempt, started=started,
-                                     notes="skills: " + ",".join(s.id for s in skills) if attempt == 0 else "")
+        notes = "skills: " + ",".join(s.id for s in skills) if attempt == 0 else ""
+        obs, info, over, turn = step(env, reply, attempt, started=started, notes=notes)
         record.turns.append(turn)
         if over:
             break

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from kernelgym.agents.davinci.config import ROLES, BackboneConfig
-
 from kernelgym.errors import ConfigError
 
 META_FILE = "davinci.json"  # written next to a saved backbone: the base it extends and its adapters
@@ -87,7 +86,8 @@ class Backbone:
             keep = int(len(text) * budget / len(ids) * 0.9) - 40
             if keep <= 0:
                 break
-            messages[longest]["content"] = text[: keep // 2] + "\n...[cut]...\n" + text[len(text) - keep // 2:]
+            half = keep // 2
+            messages[longest]["content"] = text[:half] + "\n...[cut]...\n" + text[len(text) - half:]
         return ids[-budget:]
 
     # generation ------------------------------------------------------------------------------------------
@@ -104,8 +104,9 @@ class Backbone:
             was_training = model.training
             model.eval()
             ids = torch.tensor([prompt], device=self.config.device)
-            out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=max_new_tokens,
-                                 pad_token_id=self.tokenizer.pad_token_id, eos_token_id=eos, **sampling)
+            out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids),
+                                 max_new_tokens=max_new_tokens, pad_token_id=self.tokenizer.pad_token_id,
+                                 eos_token_id=eos, **sampling)
             model.train(was_training)
         new = out[0, len(prompt):].tolist()
         stopped = eos in new
@@ -223,8 +224,8 @@ def _add_role_adapters(model, config: BackboneConfig):
     from peft import LoraConfig, get_peft_model
 
     def lora() -> LoraConfig:
-        return LoraConfig(r=config.lora_rank, lora_alpha=config.lora_alpha, target_modules=config.lora_targets,
-                          lora_dropout=0.0, task_type="CAUSAL_LM")
+        return LoraConfig(r=config.lora_rank, lora_alpha=config.lora_alpha,
+                          target_modules=config.lora_targets, lora_dropout=0.0, task_type="CAUSAL_LM")
 
     model = get_peft_model(model, lora(), adapter_name=ROLES[0])
     for role in ROLES[1:]:

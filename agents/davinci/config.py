@@ -49,7 +49,7 @@ class EpisodeConfig:
     rerank: bool = True  # off: BM25 order is used as is, and the selection role never generates
     candidates: int = 6  # BM25 top-k shown to the selection role
     use_skills: int = 2  # how many chosen skills go into the policy's prompt
-    skills_db: str | None = None  # None: a store under the run's output folder, seeded with the bundled library
+    skills_db: str | None = None  # None: a store in the run's output folder, seeded with the bundled library
     # Skill summary and the gate.
     summarize: str = "correct"  # "correct": after an episode with a correct solution; "never"
     gate_runs: int = 2  # re-evaluations of the solution per gate decision
@@ -97,7 +97,7 @@ class SFTDataConfig:
     bench_runs: list[str] = field(default_factory=list)  # trajectories.jsonl files of bench/env runs
     external: list[str] = field(default_factory=list)  # JSONL of role-formatted examples or env turns
     dedup: str = "ast"  # "ast" (normalised-AST hash), "minhash" (near-duplicates too), "none"
-    minhash_threshold: float = 0.85  # estimated Jaccard of token 5-gram shingles above which two are duplicates
+    minhash_threshold: float = 0.85  # estimated Jaccard (token 5-gram shingles) from which two are duplicates
     per_task_cap: int = 4  # policy examples per task
     category_ratio: float = 3.0  # no category keeps more than ratio x the smallest category's count
     seed: int = 0

@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium as gym
+
+import kernelgym  # noqa: F401  (registers the env ids)
 from kernelgym.agents.davinci import roles
 from kernelgym.agents.davinci.config import EpisodeConfig
 from kernelgym.agents.davinci.trajectory import RoleTurn, Trajectory
-
-import kernelgym  # noqa: F401  (registers the env ids)
 from kernelgym.errors import ConfigError, KernelGymError
 
 
@@ -59,7 +59,7 @@ class EpisodeRunner:
     def run(self, task_id: str, teacher: Teacher | None = None) -> Trajectory:
         teacher = teacher or Teacher()
         obs, info = self.env.reset(options={"task_id": task_id})
-        task = next(t for t in self.env.unwrapped.tasks if t.id == info["task_id"])  # any suite, not only bundled
+        task = next(t for t in self.env.unwrapped.tasks if t.id == info["task_id"])  # any suite
         traj = Trajectory(task_id=info["task_id"], category=task.category, backend=self.config.backend,
                           size=info["size"])
         skills = self._select(task, traj, teacher)
@@ -72,8 +72,8 @@ class EpisodeRunner:
         if self.backbone is None:
             raise KernelGymError(f"no backbone and no teacher answer for the {role} role")
         c = self.config
-        return self.backbone.generate(role, messages, max_new_tokens=max_new_tokens, temperature=c.temperature,
-                                      top_p=c.top_p)
+        return self.backbone.generate(role, messages, max_new_tokens=max_new_tokens,
+                                      temperature=c.temperature, top_p=c.top_p)
 
     def _turn(self, role: str, messages, teacher_text: str | None, max_new_tokens: int) -> RoleTurn:
         if teacher_text is not None:

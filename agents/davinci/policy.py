@@ -17,8 +17,8 @@ from kernelgym.agents.policy import BasePolicy, to_messages
 
 class DavinciPolicy(BasePolicy):
     def __init__(self, checkpoint: str, *, max_new_tokens: int = 768, selection_tokens: int = 64,
-                 temperature: float = 0.2, top_p: float = 1.0, device: str = "cpu", threads: int | None = None,
-                 max_prompt_tokens: int = 1536):
+                 temperature: float = 0.2, top_p: float = 1.0, device: str = "cpu",
+                 threads: int | None = None, max_prompt_tokens: int = 1536):
         from kernelgym.agents.davinci.backbone import Backbone
 
         self.name = f"davinci:{checkpoint}"
@@ -34,8 +34,9 @@ class DavinciPolicy(BasePolicy):
         self.calls[role] += 1
         messages = [{"role": "user", "content": observation["prompt"]}] if selecting else \
             to_messages(observation, None)
+        limit = self.selection_tokens if selecting else self.max_new_tokens
         out = self.backbone.generate(role, messages, temperature=self.temperature, top_p=self.top_p,
-                                     max_new_tokens=self.selection_tokens if selecting else self.max_new_tokens)
+                                     max_new_tokens=limit)
         return out.text
 
     def act_batch(self, observations: Sequence[dict[str, Any]], infos: Sequence[dict[str, Any]]) -> list[str]:

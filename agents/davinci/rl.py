@@ -53,6 +53,7 @@ def episode_metrics(groups: list[list[Trajectory]]) -> dict[str, float]:
 
 def run_rl(config: RLConfig, *, backbone=None, pool=None, tensorboard: bool = True) -> RLResult:
     import torch
+
     from kernelgym.agents.davinci.backbone import Backbone
     from kernelgym.agents.davinci.episode import EpisodeRunner
     from kernelgym.skill_store import SkillStore
@@ -101,8 +102,9 @@ def _one_step(config: RLConfig, step: int, backbone, optimizer, runner, task_ids
     before = set(runner.admitted)
     groups = [[runner.run(task_id) for _ in range(config.group_size)] for task_id in chosen]
     rewards.assign(groups, config.rewards)
-    stats = reinforce_step(backbone, optimizer, [t for g in groups for t in g], max_grad_norm=config.max_grad_norm,
-                           role_weights=config.role_weights, kl_coef=config.kl_coef)
+    stats = reinforce_step(backbone, optimizer, [t for g in groups for t in g],
+                           max_grad_norm=config.max_grad_norm, role_weights=config.role_weights,
+                           kl_coef=config.kl_coef)
     metrics = {**episode_metrics(groups), "loss": stats.loss, "grad_norm": stats.grad_norm, "kl": stats.kl,
                "skills_admitted_total": len(runner.admitted), "gate_calls_total": runner.gate_calls}
     for role in ROLES:
@@ -117,8 +119,8 @@ def _one_step(config: RLConfig, step: int, backbone, optimizer, runner, task_ids
             _append(out / "trajectories.jsonl", {"step": step + 1, **traj.to_dict()})
     for skill_id in sorted(runner.admitted - before):
         traj = next(t for g in groups for t in g if t.candidate_id == skill_id)
-        _append(out / "skills_admitted.jsonl", {"step": step + 1, "skill_id": skill_id, "task_id": traj.task_id,
-                                                "reason": traj.gate_reason})
+        _append(out / "skills_admitted.jsonl", {"step": step + 1, "skill_id": skill_id,
+                                                "task_id": traj.task_id, "reason": traj.gate_reason})
     if writer is not None:
         for key, value in metrics.items():
             writer.add_scalar(key, value, step + 1)

@@ -32,7 +32,8 @@ _OBJECT = re.compile(r"\{.*\}", re.DOTALL)
 def selection_messages(query_text: str, hits, candidate_chars: int = 280) -> list[dict[str, str]]:
     from kernelgym.skill_store.rerank import RerankConfig, rerank_prompt
 
-    prompt = rerank_prompt(query_text, hits, RerankConfig(candidates=len(hits), technique_chars=candidate_chars))
+    config = RerankConfig(candidates=len(hits), technique_chars=candidate_chars)
+    prompt = rerank_prompt(query_text, hits, config)
     return [{"role": "user", "content": prompt}]
 
 
@@ -130,7 +131,8 @@ def teacher_summary(task_name: str, category: str, bound: str, source: str) -> s
     return json.dumps({
         "title": f"Hand-written {what} kernel for {task_name.replace('_', ' ')}",
         "technique": f"Replace the PyTorch {what} ops with one fused native kernel over raw pointers: a "
-                     "single pass over contiguous memory, no intermediate tensors, loops the compiler vectorizes.",
+                     "single pass over contiguous memory, no intermediate tensors, loops the compiler "
+                     "vectorizes.",
         "applies_when": [task_name.replace("_", " "), what],
         "bound": bound if bound in ("memory", "compute") else "any",
         "code_pattern": sketch,

@@ -15,7 +15,6 @@ from typing import Any
 
 from kernelgym.agents.davinci import sft_data
 from kernelgym.agents.davinci.config import ROLES, SFTConfig, to_dict
-
 from kernelgym.errors import ConfigError
 
 
@@ -57,8 +56,9 @@ def train_sft(config: SFTConfig, examples: list[sft_data.Example], backbone, *,
         if not subset:
             continue
         args = TRLSFTConfig(
-            output_dir=str(out / "trainer" / name), num_train_epochs=config.epochs, max_steps=config.max_steps,
-            learning_rate=config.lr, per_device_train_batch_size=config.batch_size, max_length=config.max_length,
+            output_dir=str(out / "trainer" / name), num_train_epochs=config.epochs,
+            max_steps=config.max_steps, learning_rate=config.lr,
+            per_device_train_batch_size=config.batch_size, max_length=config.max_length,
             use_cpu=config.backbone.device == "cpu", bf16=False, logging_steps=1, save_strategy="no",
             report_to=report_to if report_to is not None else ["tensorboard"],
             completion_only_loss=True, seed=config.data.seed,  # TensorBoard: trainer/<pass>/runs

@@ -30,7 +30,6 @@ from typing import Any
 from kernelgym.agents.davinci import roles
 from kernelgym.agents.davinci.config import SFTDataConfig
 from kernelgym.envs.parsing import parse_reply
-
 from kernelgym.errors import ConfigError
 
 
@@ -60,7 +59,6 @@ def replay_examples(runner, backend: str, task_ids: Sequence[str] | None = None)
     from kernelgym.agents.davinci.episode import Teacher
     from kernelgym.skill_store.labels import load_labels
     from kernelgym.skill_store.query import query_for_task
-
     from kernelgym.solutions import examples as bundled_solutions
     from kernelgym.tasks import resolve_task
 
@@ -81,8 +79,8 @@ def replay_examples(runner, backend: str, task_ids: Sequence[str] | None = None)
         for turn in traj.turns:
             if turn.role == "policy" and turn.meta.get("verdict") != "ok":
                 continue
-            out.append(Example(turn.role, turn.meta["messages"], turn.text, traj.task_id, traj.category, "replay",
-                               {"speedup": turn.meta.get("speedup")}))
+            out.append(Example(turn.role, turn.meta["messages"], turn.text, traj.task_id, traj.category,
+                               "replay", {"speedup": turn.meta.get("speedup")}))
     return out
 
 
@@ -97,9 +95,10 @@ def turn_examples(rows: Iterable[dict[str, Any]], origin: str) -> list[Example]:
         user = str(row.get("prompt", ""))
         if row.get("feedback_before"):
             user += f"\n\nFeedback from the judge:\n{row['feedback_before']}"
-        out.append(Example("policy", [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}],
-                           str(row["action"]), str(row.get("task_id", "")), _category(row.get("task_id")), origin,
-                           {"speedup": ((row.get("result") or {}).get("timing") or {}).get("speedup")}))
+        messages = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
+        speedup = ((row.get("result") or {}).get("timing") or {}).get("speedup")
+        out.append(Example("policy", messages, str(row["action"]), str(row.get("task_id", "")),
+                           _category(row.get("task_id")), origin, {"speedup": speedup}))
     return out
 
 
@@ -160,9 +159,10 @@ def normalized_code(source: str) -> str:
     # Source order (not ast.walk's breadth-first order), so an added line does not renumber everything.
     for node in sorted(ast.walk(tree), key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0))):
         body = getattr(node, "body", None)
-        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) and \
-                isinstance(getattr(body[0], "value", None), ast.Constant) and isinstance(body[0].value.value, str):
-            body[0].value.value = ""  # a docstring
+        first = body[0] if isinstance(body, list) and body else None
+        if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and \
+                isinstance(first.value.value, str):
+            first.value.value = ""  # a docstring
         if isinstance(node, ast.Name):
             node.id = rename(node.id)
         elif isinstance(node, ast.arg):
@@ -190,8 +190,8 @@ def minhash(source: str, permutations: int = 64, shingle: int = 5) -> tuple[int,
     signature = []
     for salt in range(permutations):
         key = salt.to_bytes(8, "little")
-        signature.append(min(int.from_bytes(hashlib.blake2b(g.encode(), digest_size=8, key=key).digest(), "little")
-                             for g in grams))
+        digests = (hashlib.blake2b(g.encode(), digest_size=8, key=key).digest() for g in grams)
+        signature.append(min(int.from_bytes(d, "little") for d in digests))
     return tuple(signature)
 
 
@@ -299,6 +299,7 @@ def to_dataset(examples: Sequence[Example]):
 
 
 def write_examples(examples: Sequence[Example], path: str | Path) -> None:
-    rows = [json.dumps({"role": e.role, "messages": e.messages, "completion": e.completion, "task_id": e.task_id,
-                        "category": e.category, "origin": e.origin}) + "\n" for e in examples]
+    rows = [json.dumps({"role": e.role, "messages": e.messages, "completion": e.completion,
+                        "task_id": e.task_id, "category": e.category, "origin": e.origin}) + "\n"
+            for e in examples]
     Path(path).write_text("".join(rows), encoding="utf-8")

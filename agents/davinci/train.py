@@ -32,7 +32,7 @@ def _fail(message: str) -> None:
 @app.command("sft")
 def sft_command(config: str | None = ConfigOpt, overrides: list[str] | None = OverridesArg,
                 print_config: bool = PrintOpt) -> None:
-    """SFT cold start: replayed bundled solutions, bench runs and external JSONL, filtered, then SFTTrainer."""
+    """SFT cold start: replayed bundled solutions, bench runs, external JSONL; filtered; SFTTrainer."""
     from kernelgym.agents.davinci.config import SFTConfig, load_config
 
     try:
@@ -45,8 +45,8 @@ def sft_command(config: str | None = ConfigOpt, overrides: list[str] | None = Ov
         result = run_sft(cfg)
     except KernelGymError as exc:
         _fail(str(exc))
-    typer.echo(f"SFT done: {result.examples} examples (filter: {result.filter_report}); loss {result.train_loss}; "
-               f"model in {result.output_dir}")
+    typer.echo(f"SFT done: {result.examples} examples (filter: {result.filter_report}); "
+               f"loss {result.train_loss}; model in {result.output_dir}")
 
 
 @app.command("rl")

@@ -1,4 +1,4 @@
-"""One daVinci episode as data: role-tagged turns (select, T policy turns, summarize) and what the gate said."""
+"""One daVinci episode as data: role-tagged turns (select, T policy turns, summarize), the gate's answer."""
 
 from __future__ import annotations
 
@@ -33,7 +33,8 @@ class Trajectory:
     best_source: str | None = None  # best correct solution of the episode
     best_speedup: float = 0.0
     best_verified_speedup: float = 0.0
-    summary_status: str = "skipped"  # "skipped" | "malformed" | "admitted" | "rejected" | "error" | "not_gated"
+    # "skipped" | "malformed" | "admitted" | "rejected" | "error" | "not_gated"
+    summary_status: str = "skipped"
     candidate_id: str | None = None
     gate_reason: str = ""
     reused_admitted: list[str] = field(default_factory=list)  # skills admitted during training it selected

@@ -12,6 +12,7 @@ import json
 from collections import Counter
 
 import pytest
+
 from kernelgym.agents.davinci import rewards, roles, sft_data
 from kernelgym.agents.davinci.config import (
     BackboneConfig,
@@ -23,7 +24,6 @@ from kernelgym.agents.davinci.config import (
     load_config,
 )
 from kernelgym.agents.davinci.trajectory import RoleTurn, Trajectory
-
 from kernelgym.errors import ConfigError
 from kernelgym.solutions import examples
 
@@ -35,7 +35,7 @@ def _source(task: str) -> str:
     return next(e for e in examples("cpp") if e.task_id == f"bundled/{task}").source
 
 
-# rewards and advantages (no model) ---------------------------------------------------------------------------
+# rewards and advantages (no model) --------------------------------------------------------------------------
 
 def _traj(policy_rewards, *, selection=True, summary=None, candidate=None, reused=()):
     traj = Trajectory("bundled/L1/1_ReLU", "elementwise", "cpp", "cpu")
@@ -77,10 +77,11 @@ def test_leave_one_out_alone_keeps_the_reward():
     assert rewards.discounted_returns([1.0, 0.0, 2.0], 0.5) == [1.5, 1.0, 2.0]
 
 
-# the summary role's reply --------------------------------------------------------------------------------------
+# the summary role's reply -----------------------------------------------------------------------------------
 
 def test_summary_parsing_and_candidate():
-    reply = 'Here: {"title": "Fused loop", "technique": "one pass", "applies_when": "relu", "bound": "memory"}'
+    reply = ('Here: {"title": "Fused loop", "technique": "one pass", "applies_when": "relu", '
+             '"bound": "memory"}')
     fields = roles.parse_summary(reply)
     assert fields["patterns"] == ["relu"] and fields["bound"] == "memory"
     cand = roles.candidate_from_summary(fields, task_id="bundled/L1/1_ReLU", backend="cpp", size="cpu",
@@ -91,7 +92,7 @@ def test_summary_parsing_and_candidate():
     assert roles.parse_summary(roles.teacher_summary("1_ReLU", "elementwise", "memory", _source(RELU)))
 
 
-# the diversity filter ------------------------------------------------------------------------------------------
+# the diversity filter ---------------------------------------------------------------------------------------
 
 def _example(task, code, category="elementwise"):
     return sft_data.Example("policy", [{"role": "user", "content": task}], f"```python\n{code}\n```",
@@ -126,7 +127,8 @@ def test_filter_caps_tasks_and_balances_categories():
 
 def test_config_from_file_and_command_line(tmp_path):
     path = tmp_path / "rl.toml"
-    path.write_text('steps = 3\n[episode]\nmax_turns = 5\ntask_ids = ["L1/1_ReLU"]\n[backbone]\nlora = true\n')
+    path.write_text('steps = 3\n[episode]\nmax_turns = 5\ntask_ids = ["L1/1_ReLU"]\n'
+                    '[backbone]\nlora = true\n')
     cfg = load_config(RLConfig, path, ["episode.max_turns=2", "lr=0.001", "rewards.gamma=0.5"])
     assert (cfg.steps, cfg.episode.max_turns, cfg.lr, cfg.rewards.gamma) == (3, 2, 0.001, 0.5)
     assert cfg.backbone.lora and cfg.episode.task_ids == ["L1/1_ReLU"]
@@ -134,17 +136,18 @@ def test_config_from_file_and_command_line(tmp_path):
         load_config(RLConfig, None, ["episode.max_turn=2"])
 
 
-# a tiny model ---------------------------------------------------------------------------------------------------
+# a tiny model -----------------------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
 def tiny_qwen(tmp_path_factory):
     """A tiny random Qwen3 checkpoint folder with a tokenizer trained on the env's prompts."""
     pytest.importorskip("transformers")
     import gymnasium as gym
-    from kernelgym.agents.tiny import CHATML
-    from kernelgym.skill_store import seed_skills
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
+
+    from kernelgym.agents.tiny import CHATML
+    from kernelgym.skill_store import seed_skills
 
     env = gym.make("KernelGym-L1-v0", size="cpu", backend="cpp")
     corpus = [env.reset(seed=s)[0]["prompt"] for s in range(3)] + [s.to_prompt() for s in seed_skills()]
@@ -152,17 +155,19 @@ def tiny_qwen(tmp_path_factory):
     bpe = Tokenizer(models.BPE())
     bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     bpe.decoder = decoders.ByteLevel()
+    special = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
     bpe.train_from_iterator(corpus, trainers.BpeTrainer(vocab_size=1200, show_progress=False,
-                                                        special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
+                                                        special_tokens=special,
                                                         initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=bpe, eos_token="<|im_end|>", pad_token="<|endoftext|>",
-                                        chat_template=CHATML)
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=bpe, eos_token="<|im_end|>",
+                                        pad_token="<|endoftext|>", chat_template=CHATML)
     import torch
 
     torch.manual_seed(0)
     config = Qwen3Config(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                         num_attention_heads=2, num_key_value_heads=1, head_dim=16, max_position_embeddings=4096,
-                         pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id)
+                         num_attention_heads=2, num_key_value_heads=1, head_dim=16,
+                         max_position_embeddings=4096, pad_token_id=tokenizer.pad_token_id,
+                         eos_token_id=tokenizer.eos_token_id)
     folder = tmp_path_factory.mktemp("tiny-qwen")
     Qwen3ForCausalLM(config).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
@@ -185,12 +190,13 @@ def _fixed_turn(backbone, role, prompt, completion, advantage):
 def test_rl_step_raises_the_rewarded_roles_logprob_only(tiny_qwen, tmp_path):
     """With an adapter per role, a reward for the selection turn moves only the selection adapter."""
     import torch
+
     from kernelgym.agents.davinci.reinforce import make_optimizer, reinforce_step
 
     backbone = _backbone(tiny_qwen, lora=True, lora_rank=4)
     traj = Trajectory("bundled/L1/1_ReLU", "elementwise", "cpp", "cpu")
     traj.turns = [_fixed_turn(backbone, "selection", "pick skills", '["cpp-openmp-simd-elementwise"]', 1.0),
-                  _fixed_turn(backbone, "policy", "write the kernel", "```python\nclass ModelNew: pass\n```", 0.0),
+                  _fixed_turn(backbone, "policy", "write the kernel", "```python\nx = 1\n```", 0.0),
                   _fixed_turn(backbone, "summary", "summarize", '{"title": "t"}', 0.0)]
 
     def logprob(turn):
@@ -226,6 +232,7 @@ def roles_order():
 def test_loss_covers_only_the_completion_tokens(tiny_qwen):
     """The turn's loss is -(advantage x mean log-prob of its completion tokens); the prompt adds none."""
     import torch
+
     from kernelgym.agents.davinci.reinforce import turn_loss
 
     backbone = _backbone(tiny_qwen)
@@ -239,11 +246,11 @@ def test_loss_covers_only_the_completion_tokens(tiny_qwen):
     assert float(loss) == pytest.approx(float(expected), rel=1e-4)
 
 
-# episodes with the real judge -----------------------------------------------------------------------------------
+# episodes with the real judge -------------------------------------------------------------------------------
 
 def _episode_config(**kw):
-    values = {"max_turns": 1, "eval_options": FAST, "gate_runs": 1, "selection_tokens": 8, "policy_tokens": 12,
-              "summary_tokens": 12, "task_ids": [RELU, "L1/7_GELU"]}
+    values = {"max_turns": 1, "eval_options": FAST, "gate_runs": 1, "selection_tokens": 8,
+              "policy_tokens": 12, "summary_tokens": 12, "task_ids": [RELU, "L1/7_GELU"]}
     values.update(kw)
     return EpisodeConfig(**values)
 
@@ -315,10 +322,10 @@ def test_two_rl_steps_end_to_end_then_resume(tmp_path, pool, tiny_qwen):
     assert resumed.steps_done == 3 and len((out / "metrics.jsonl").read_text().splitlines()) == 3
 
 
-# bench and command line -----------------------------------------------------------------------------------------
+# bench and command line -------------------------------------------------------------------------------------
 
 def test_bench_baseline_with_a_davinci_checkpoint(tmp_path, tiny_qwen, env_factory):
-    """`--policy davinci:CKPT --baseline davinci`: the selection role reranks, the policy writes; ablations."""
+    """`--policy davinci:CKPT --baseline davinci`: the selection role reranks, the policy writes."""
     from kernelgym.agents import baselines
     from kernelgym.agents.policies import make_policy
 
@@ -358,17 +365,21 @@ def test_smollm2_backbone_is_trainable(tmp_path):
     """The offline SmolLM2 copy loads without the GGUF quantization_config, TRL's SFTTrainer accepts it, and
     one REINFORCE step raises the log-probability of a rewarded reply."""
     from datasets import Dataset
-    from kernelgym.agents.davinci.backbone import Backbone
-    from kernelgym.agents.davinci.reinforce import make_optimizer, reinforce_step
     from trl import SFTConfig as TRLSFTConfig
     from trl import SFTTrainer
 
+    from kernelgym.agents.davinci.backbone import Backbone
+    from kernelgym.agents.davinci.reinforce import make_optimizer, reinforce_step
+
     backbone = Backbone(BackboneConfig(model="smollm2", max_prompt_tokens=256, threads=1))
     assert getattr(backbone.model.config, "quantization_config", None) is None
-    rows = [{"prompt": [{"role": "user", "content": "hi"}], "completion": [{"role": "assistant", "content": "ok"}]}]
-    SFTTrainer(model=backbone.model, processing_class=backbone.tokenizer, train_dataset=Dataset.from_list(rows),
-               args=TRLSFTConfig(output_dir=str(tmp_path), use_cpu=True, bf16=False, report_to=[], max_steps=1))
-    turn = _fixed_turn(backbone, "selection", "Pick skills for a ReLU task.", '["cpp-openmp-simd-elementwise"]', 1.0)
+    rows = [{"prompt": [{"role": "user", "content": "hi"}],
+             "completion": [{"role": "assistant", "content": "ok"}]}]
+    args = TRLSFTConfig(output_dir=str(tmp_path), use_cpu=True, bf16=False, report_to=[], max_steps=1)
+    SFTTrainer(model=backbone.model, processing_class=backbone.tokenizer,
+               train_dataset=Dataset.from_list(rows), args=args)
+    turn = _fixed_turn(backbone, "selection", "Pick skills for a ReLU task.",
+                       '["cpp-openmp-simd-elementwise"]', 1.0)
     traj = Trajectory("bundled/L1/1_ReLU", "activation", "cpp", "cpu", turns=[turn])
     before = float(backbone.token_logprobs("selection", turn.prompt_ids, turn.completion_ids).sum())
     reinforce_step(backbone, make_optimizer(backbone, lr=1e-4), [traj])
