@@ -27,7 +27,7 @@ from kernelgym.agents.davinci.trajectory import RoleTurn, Trajectory
 from kernelgym.errors import ConfigError
 from kernelgym.solutions import examples
 
-FAST = {"timing_trials": 10, "timing_budget_s": 0.5, "reference_slowdown_limit": 100.0, "profile": False}
+FAST = {"timing_trials": 10, "timing_budget_s": 0.5, "profile": False}
 RELU = "L1/1_ReLU"
 
 
