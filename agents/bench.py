@@ -49,7 +49,8 @@ class BenchConfig:
     samples: int = 1
     turns: int | None = None  # None: the policy's suggestion (replay: its files per task), else 4
     concurrency: int = 1  # episodes in flight (each with its own env; all share one evaluation pool)
-    eval_workers: int | None = None  # evaluation worker processes (default: concurrency; on Ray: the cluster's)
+    # evaluation worker processes (default: concurrency; on Ray: the cluster's)
+    eval_workers: int | None = None
     evaluator: str = "local"  # local (an EvalPool here) or ray[://ADDRESS] (kernelgym.distributed)
     out: str | None = None  # default: runs/bench/<env>__<policy>__<baseline>
     reward: str = "speedup"
@@ -297,7 +298,8 @@ class EpisodeRunner:
         try:
             record: EpisodeRecord = self.module.run_episode(env, self.policy, task_id, self.baseline_config,
                                                             sample=sample, seed=self.config.seed + sample)
-        except Exception as exc:  # noqa: BLE001 - a failed episode is logged and retried by the next run, never half-kept
+        # a failed episode is logged and retried by the next run, never half-kept
+        except Exception as exc:  # noqa: BLE001
             self._log_error(task_id, sample, exc)
             return None
         c = self.config

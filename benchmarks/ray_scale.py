@@ -30,7 +30,7 @@ GPUS_PER_NODE = 8
 NS = (1, 2, 4, 8, 16, 32, 64)
 
 
-# the H200 measurements ---------------------------------------------------------------------------------------
+# the H200 measurements --------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class Service:
@@ -110,7 +110,7 @@ def service_samples() -> tuple[list[Service], list[Service]]:
     return cold, warm
 
 
-# part 1: the real dispatch path with fake actors -------------------------------------------------------------
+# part 1: the real dispatch path with fake actors ------------------------------------------------------------
 
 class FakeActor:
     """Stands in for EvalActor: sleeps for the service time the job carries, answers a canned result."""
@@ -149,14 +149,15 @@ def measure(actors: list[int], scale: float, evaluations: int, seed: int) -> lis
     original = pool_mod.RayEvalPool._start_actor
 
     def fake_actor(self, node_id):
-        return ray.remote(FakeActor).options(num_cpus=0, max_concurrency=self.config.in_flight_per_actor + 1).remote()
+        return ray.remote(FakeActor).options(num_cpus=0, max_concurrency=self.config.in_flight_per_actor
+                                             + 1).remote()
 
     pool_mod.RayEvalPool._start_actor = fake_actor
     try:
         for n in actors:
             with RayEvalPool(actors=n, gpu=False, cpus_per_actor=0.001) as pool:
-                jobs = [EvalJob(repr(rng.choice(cold).total * scale), "", "float32", None, None, "", "", "cuda", "gpu",
-                                EvalOptions()) for _ in range(evaluations)]
+                jobs = [EvalJob(repr(rng.choice(cold).total * scale), "", "float32", None, None, "", "",
+                                "cuda", "gpu", EvalOptions()) for _ in range(evaluations)]
                 for future in [pool.submit_job(job) for job in jobs[: 4 * n]]:  # warm up every actor
                     future.result()
                 start = time.perf_counter()
@@ -166,13 +167,14 @@ def measure(actors: list[int], scale: float, evaluations: int, seed: int) -> lis
                 wall = time.perf_counter() - start
                 busy = sum(float(j.task_id) for j in jobs)
                 rows.append({"actors": n, "scale": scale, "evaluations": evaluations, "wall_s": wall,
-                             "per_s": evaluations / wall, "ideal_per_s": n * evaluations / busy if busy else None})
+                             "per_s": evaluations / wall, "ideal_per_s": n * evaluations / busy if busy
+                             else None})
     finally:
         pool_mod.RayEvalPool._start_actor = original
     return rows
 
 
-# part 2: the discrete-event simulation -------------------------------------------------------------------------
+# part 2: the discrete-event simulation ----------------------------------------------------------------------
 
 class _Resource:
     """Capacity-limited, first come first served."""
@@ -290,7 +292,8 @@ def simulate(n_gpus: int, scenario: Scenario, cold: list[Service], warm: list[Se
     sim.run()
     skip = min(len(done) // 10, 4 * n_gpus)  # leave out the start, while the pipeline fills
     span = done[-1] - done[skip]
-    return {"gpus": n_gpus, "per_s": (len(done) - skip - 1) / span if span > 0 else None, "makespan_s": sim.now, "driver_busy": busy["driver"] / sim.now,
+    return {"gpus": n_gpus, "per_s": (len(done) - skip - 1) / span if span > 0 else None,
+            "makespan_s": sim.now, "driver_busy": busy["driver"] / sim.now,
             "build_cores_busy": busy["build"] / sim.now / (nodes * scenario.build_cores_per_node)}
 
 
@@ -304,7 +307,8 @@ SCENARIOS = [
 ]
 
 
-def driver_limited(driver_s: float, cold: list[Service], warm: list[Service], evaluations: int, seed: int) -> list:
+def driver_limited(driver_s: float, cold: list[Service], warm: list[Service], evaluations: int,
+                   seed: int) -> list:
     """The driver's cost that makes it the limit: the same 64-GPU scenario at 10x, 100x and 1000x its cost."""
     rows = []
     for factor in (1, 10, 100, 1000):
@@ -318,7 +322,8 @@ def run_b_check(cold: list[Service], warm: list[Service], seed: int) -> dict:
     """The model against the one concurrent measurement on the H200 (RESULTS.md, run B): 10 new candidates,
     two of each of five solutions, through 4 workers on one GPU, 17.0 s wall."""
     table = {row: s for row, s in zip(_cold_rows(), cold, strict=True)}
-    picked = [table[k] for k in (("cuda", "L1/10_Softmax"), ("cuda", "L1/16_RMSNorm"), ("cuda", "L1/2_Matmul_Square"),
+    picked = [table[k]
+              for k in (("cuda", "L1/10_Softmax"), ("cuda", "L1/16_RMSNorm"), ("cuda", "L1/2_Matmul_Square"),
                                  ("triton", "L1/15_LayerNorm"), ("triton", "L2/1_Gemm_BiasAdd_ReLU"))] * 2
     result = {"measured_wall_s": 17.0, "one_at_a_time_s": sum(s.total for s in picked)}
     for exclusive in (False, True):
@@ -341,7 +346,8 @@ def plot(path: Path, study: dict) -> None:
     fig, ax = plt.subplots(figsize=(8, 5.2))
     for name, rows in study["simulated"].items():
         style = ":" if "slower" in name else "-"
-        ax.plot([r["gpus"] for r in rows], [r["per_s"] for r in rows], marker="o", linestyle=style, label=name)
+        ax.plot([r["gpus"] for r in rows], [r["per_s"] for r in rows], marker="o", linestyle=style,
+                label=name)
     cap = 1.0 / study["driver_s"]
     ax.axhline(cap, color="k", linestyle="--", linewidth=1,
                label=f"driver alone (measured here): {cap:.0f} evaluations/s")
@@ -357,7 +363,8 @@ def plot(path: Path, study: dict) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default=str(HERE))
     parser.add_argument("--evaluations", type=int, default=4000, help="per simulated point")
     parser.add_argument("--measure-actors", default="1,2,4,8", help="fake actors for the measured part")
@@ -387,8 +394,8 @@ def main() -> None:
         ray.shutdown()
     # The driver's cost: the fastest the real dispatch path went with service time zero (whatever the actors).
     driver_s = args.driver_s or 1.0 / max(r["per_s"] for r in study["measured_driver_only"])
-    slow_driver = Scenario("2 workers per GPU, a driver 100x slower (0.1 s per evaluation)", workers_per_gpu=2,
-                           driver_s=100 * driver_s)
+    slow_driver = Scenario("2 workers per GPU, a driver 100x slower (0.1 s per evaluation)",
+                           workers_per_gpu=2, driver_s=100 * driver_s)
     study["driver_s"] = driver_s
     study["simulated"] = {}
     for scenario in SCENARIOS:

@@ -73,11 +73,13 @@ def summarize(rows: list[dict]) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default=os.environ.get("OUT", "."))
     parser.add_argument("--candidates", type=int, default=20)
     parser.add_argument("--budget-s", type=float, default=150.0, help="no new candidate starts after this")
-    parser.add_argument("--smoke", action="store_true", help="cpp examples on the CPU (checks the script anywhere)")
+    parser.add_argument("--smoke", action="store_true",
+                        help="cpp examples on the CPU (checks the script anywhere)")
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -107,7 +109,7 @@ def main() -> None:
     finally:
         result = {"info": info, "summary": summarize(rows), "rows": rows}
         (out / "ray_vs_pool.json").write_text(json.dumps(result, indent=2, default=str))
-        lines = ["| pass | candidates | EvalPool s | Ray s | overhead | median per-candidate ratio | same verdicts |",
+        lines = ["| pass | candidates | EvalPool s | Ray s | overhead | median ratio | same verdicts |",
                  "|---|---|---|---|---|---|---|"]
         for name, s in result["summary"].items():
             lines.append(f"| {name} | {s['candidates']} | {s['local_s']:.2f} | {s['ray_s']:.2f} | "

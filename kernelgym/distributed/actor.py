@@ -52,7 +52,8 @@ class EvalActor:
         with self._lock:
             running = sorted(self._running.values())
         return {"pid": os.getpid(), "node_id": ray.get_runtime_context().get_node_id(),
-                "workers": self.pool.size, "running": running, "lock_dir": os.environ.get("KERNELGYM_LOCK_DIR")}
+                "workers": self.pool.size, "running": running,
+                "lock_dir": os.environ.get("KERNELGYM_LOCK_DIR")}
 
     def shutdown(self) -> None:
         """Stop the worker processes (before ray.kill, which ends the actor at once)."""

@@ -11,18 +11,24 @@ from kernelgym.workers.pool import PoolConfig
 
 @dataclass
 class RayPoolConfig:
-    # None: $RAY_ADDRESS, else a new local cluster; "auto": the cluster running on this node; "ray://HOST:PORT":
+    # None: $RAY_ADDRESS, else a new local cluster; "auto": the cluster running on this node;
+    # "ray://HOST:PORT":
     # Ray Client. Ignored when ray.init was already called in this process.
     address: str | None = None
-    # None: one actor per GPU of the cluster; on a cluster without GPUs, min(2, CPUs) per node (EvalPool's default).
+    # None: one actor per GPU of the cluster; on a cluster without GPUs, min(2, CPUs) per node (EvalPool's
+    # default).
     actors: int | None = None
     gpu: bool | None = None  # None: the cluster has GPUs
-    # Back-pressure: evaluations handed to one actor before it answers; None: its workers + 1 (one waits ready).
+    # Back-pressure: evaluations handed to one actor before it answers; None: its workers + 1 (one waits
+    # ready).
     in_flight_per_actor: int | None = None
-    max_attempts: int = 3  # an evaluation whose actor died is judged again by its replacement, this often in all
+    # an evaluation whose actor died is judged again by its replacement, this often in all
+    max_attempts: int = 3
     cpus_per_actor: float = 1.0
-    # KERNELGYM_CACHE of the actors (the content-addressed build cache). None: each node's default folder, shared
-    # by the actors of that node. On several nodes, mount one shared folder at the same path on each and name it.
+    # KERNELGYM_CACHE of the actors (the content-addressed build cache). None: each node's default folder,
+    # shared
+    # by the actors of that node. On several nodes, mount one shared folder at the same path on each and name
+    # it.
     cache_dir: str | None = None
     # The single-machine pool inside each actor (its workers, sandbox and default EvalOptions).
     pool: PoolConfig = field(default_factory=lambda: PoolConfig(workers=1))

@@ -19,7 +19,8 @@ def node_capacity(node: dict[str, Any], gpu: bool, cpus_per_actor: float) -> tup
     return min(CPU_ACTORS_PER_NODE, most), most
 
 
-def plan(nodes: list[dict[str, Any]], gpu: bool, actors: int | None, cpus_per_actor: float = 1.0) -> list[str]:
+def plan(nodes: list[dict[str, Any]], gpu: bool, actors: int | None,
+         cpus_per_actor: float = 1.0) -> list[str]:
     """The node id of each actor. Nodes are taken in turn, so N actors spread evenly over the nodes."""
     alive = sorted((n for n in nodes if n.get("Alive")), key=lambda n: n["NodeID"])
     capacity = {n["NodeID"]: node_capacity(n, gpu, cpus_per_actor) for n in alive}
@@ -30,7 +31,8 @@ def plan(nodes: list[dict[str, Any]], gpu: bool, actors: int | None, cpus_per_ac
     if not slots or limit > len(slots):
         kind = "GPUs" if gpu else f"slots of {cpus_per_actor:g} CPUs"
         have = sum(most for _, most in capacity.values())
-        raise ConfigError(f"the Ray cluster has {have} {kind} for evaluation actors; asked for {actors or 'one per'}")
+        raise ConfigError(f"the Ray cluster has {have} {kind} for evaluation actors; asked for "
+                          f"{actors or 'one per'}")
     return slots if actors is None else slots[:actors]
 
 

@@ -2,8 +2,9 @@
 
 Each actor owns a single-machine EvalPool (see actor.py), so the worker's scrubbed environment and the
 candidate's sandbox hold on every node. The driver keeps the queue: an actor is handed at most
-`in_flight_per_actor` evaluations at a time (one judged, the next already there), the rest wait here, so a burst
-of submissions never piles up inside Ray. A thread per evaluation in flight waits on its answer; nothing polls.
+`in_flight_per_actor` evaluations at a time (one judged, the next already there), the rest wait here, so a
+burst of submissions never piles up inside Ray. A thread per evaluation in flight waits on its answer; nothing
+polls.
 """
 
 from __future__ import annotations
@@ -61,7 +62,8 @@ class RayEvalPool:
                 ray.shutdown()
             if isinstance(exc, KernelGymError):
                 raise
-            raise KernelGymError(f"the Ray evaluation actors did not start: {type(exc).__name__}: {exc}") from exc
+            raise KernelGymError(f"the Ray evaluation actors did not start: {type(exc).__name__}: "
+                                 f"{exc}") from exc
 
     def _start(self) -> None:
         ray = import_ray()
@@ -161,7 +163,7 @@ class RayEvalPool:
             return [{"node_id": s.node_id, "in_flight": s.in_flight, "done": s.done} for s in self._slots]
 
     def close(self) -> None:
-        """Wait for the evaluations already submitted, then stop the actors (and Ray, if this pool started it)."""
+        """Wait for the evaluations already submitted, then stop the actors (and Ray, if it started it)."""
         with self._lock:
             if self._closed:
                 return
@@ -183,7 +185,7 @@ class RayEvalPool:
             with contextlib.suppress(Exception):
                 ray.kill(slot.actor, no_restart=True)
 
-    def __enter__(self) -> RayEvalPool:
+    def __enter__(self) -> RayEvalPool:  # noqa: PYI034 - Python 3.10 has no typing.Self
         return self
 
     def __exit__(self, *exc) -> None:

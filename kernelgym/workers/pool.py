@@ -157,9 +157,9 @@ def _failed(job: EvalJob, verdict: Verdict, reason: str) -> EvalResult:
     return EvalResult(job.task_id, job.backend, job.size, verdict, [reason])
 
 
-def make_job(task: Task, source: str | bytes, backend: str, size: str | None, defaults: EvalOptions, gpu: bool,
-             **options) -> EvalJob:
-    """The plain-data job of one evaluation: the task's source at the chosen size, the solution, the options."""
+def make_job(task: Task, source: str | bytes, backend: str, size: str | None, defaults: EvalOptions,
+             gpu: bool, **options) -> EvalJob:
+    """The plain-data job of one evaluation: the task's source at the chosen size, solution and options."""
     opts = EvalOptions.from_kwargs(defaults, **options)
     backends.get(backend)
     chosen = size or opts.size or ("gpu" if gpu and backends.get(backend).device == "cuda" else "cpu")

@@ -22,7 +22,8 @@ from kernelgym.tasks import bundled
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ["L1/1_ReLU", "L1/7_GELU", "L1/23_Sum_Dim"]
 # Cheats whose verdict is deterministic (a racing thread's cheat is caught by whichever check it trips first).
-CHEATS = ["cpp_constant_output", "cpp_mutate_inputs", "cpp_exit_during_correctness", "cpp_patch_model_at_import"]
+CHEATS = ["cpp_constant_output", "cpp_mutate_inputs", "cpp_exit_during_correctness",
+          "cpp_patch_model_at_import"]
 FAST_JUDGE = {"timing_trials": 10, "timing_budget_s": 0.5}
 
 
@@ -90,7 +91,8 @@ def _cases() -> list[tuple[str, str]]:
     cases = [(t, next(solutions.glob(f"level*/{t.split('/')[1]}.py")).read_text()) for t in EXAMPLES]
     for name in CHEATS:
         text = (ROOT / "tests" / "adversarial" / f"{name}.py").read_text()
-        task = next(line.split(": ", 1)[1].strip() for line in text.splitlines() if line.startswith("# Task: "))
+        task = next(line.split(": ", 1)[1].strip() for line in text.splitlines()
+                    if line.startswith("# Task: "))
         cases.append((task, text))
     return cases
 
@@ -116,6 +118,7 @@ def test_same_verdicts_as_eval_pool(ray_pool, pool):
 @pytest.mark.slow
 def test_vector_envs_and_the_trl_adapter_take_the_ray_pool(ray_pool, relu_solution):
     import gymnasium as gym
+
     from kernelgym.envs.trl_adapter import KernelToolEnv
 
     fenced = f"```python\n{relu_solution}\n```"
@@ -128,14 +131,16 @@ def test_vector_envs_and_the_trl_adapter_take_the_ray_pool(ray_pool, relu_soluti
         assert list(infos["verdict"]) == ["ok", "ok"] and (rewards > 0).all()
     finally:
         envs.close()
-    tool_env = KernelToolEnv("KernelGym-L1-v0", pool=ray_pool, size="cpu", backend="cpp", eval_options=FAST_JUDGE)
+    tool_env = KernelToolEnv("KernelGym-L1-v0", pool=ray_pool, size="cpu", backend="cpp",
+                             eval_options=FAST_JUDGE)
     tool_env.reset(task_id="L1/1_ReLU")
     assert tool_env._env.unwrapped._pool is ray_pool
     assert "ok" in tool_env.submit_kernel(relu_solution).lower() and tool_env.get_reward() > 0
 
 
 @pytest.mark.slow
-def test_an_actor_killed_mid_evaluation_is_replaced_and_the_evaluation_judged(ray_pool, relu_task, relu_solution):
+def test_an_actor_killed_mid_evaluation_is_replaced_and_the_evaluation_judged(ray_pool, relu_task,
+                                                                              relu_solution):
     import ray
 
     actor = ray_pool.actors[0]
@@ -161,8 +166,10 @@ def test_bench_on_ray_loses_nothing_when_the_driver_is_killed(tmp_path):
                "--out", str(out), "--no-tensorboard", "--evaluator", "ray", "--concurrency", "2",
                *[a for k, v in FAST_JUDGE.items() for a in ("--eval-option", f"{k}={v}")]]
     results = out / "results.jsonl"
-    # Its own session: the kill takes the driver and the local Ray cluster it started, as a machine crash would.
-    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    # Its own session: the kill takes the driver and the local Ray cluster it started, as a machine crash
+    # would.
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            start_new_session=True)
     try:
         deadline = time.monotonic() + 300
         while not (results.exists() and results.read_text().strip()):
