@@ -26,7 +26,8 @@ from kernelgym.envs.parsing import parse_reply
 from kernelgym.envs.prompt import build_prompt, hardware_summary
 from kernelgym.envs.spaces import action_space, fit_text, observation_space, speedup_array
 from kernelgym.envs.trajectory import TrajectoryWriter
-from kernelgym.errors import ConfigError, KernelGymError, SuiteUnavailableError
+from kernelgym.backends.detect import wrong_backend
+from kernelgym.errors import ActionError, ConfigError, KernelGymError, SuiteUnavailableError
 from kernelgym.evaluation.options import EvalOptions
 from kernelgym.evaluation.result import EvalResult, Verdict
 from kernelgym.rewards import EpisodeState, get_reward
@@ -187,7 +188,7 @@ class KernelEnv(gym.Env):
         if ep.terminated or ep.turn >= self.config.max_turns:
             raise gym.error.ResetNeeded("the episode is over (done, target reached or max_turns); call reset()")
         prompt_seen, feedback_seen = self._prompt(), ep.feedback
-        reply = action if isinstance(action, str) else _as_text(action)
+        reply = _as_text(action)  # raises ActionError for anything but text
         parsed = parse_reply(reply, self.config.done_marker)
         state = EpisodeState(
             task_id=ep.task.id, turn=ep.turn + 1, max_turns=self.config.max_turns, best_speedup=ep.best_verified,
@@ -199,8 +200,8 @@ class KernelEnv(gym.Env):
             result, reward, verdict = None, 0.0, "done"
             ep.feedback = "Episode finished at your request."
         elif parsed.code is None:
-            result = EvalResult(ep.task.id, self.backend, ep.size, Verdict.COMPILE_ERROR, [f"no_code: {parsed.problem}"])
-            reward, verdict = float(self._reward_fn(result, state)), "no_code"
+            result = EvalResult(ep.task.id, self.backend, ep.size, Verdict.NO_CODE, [f"no_code: {parsed.problem}"])
+            reward, verdict = float(self._reward_fn(result, state)), result.verdict.value
             ep.feedback = f"No solution found: {parsed.problem}."
         else:
             result = self._evaluate(ep, parsed.code)
@@ -283,6 +284,9 @@ class KernelEnv(gym.Env):
         }
 
     def _evaluate(self, ep: _Episode, code: str) -> EvalResult:
+        mismatch = wrong_backend(code, self.backend)
+        if mismatch:
+            return EvalResult(ep.task.id, self.backend, ep.size, Verdict.COMPILE_ERROR, [mismatch])
         pool = self._pool if self._pool is not None else shared_pool()
         try:
             return pool.evaluate(ep.task, code, backend=self.backend, size=ep.size, **self._eval_options)
@@ -346,11 +350,15 @@ def without_none(info: dict[str, Any]) -> dict[str, Any]:
 
 
 def _as_text(action: Any) -> str:
+    """The reply as text: a str, UTF-8 bytes or a numpy string scalar; anything else is the caller's bug."""
+    if isinstance(action, str):
+        return action
     if isinstance(action, bytes | bytearray):
         return bytes(action).decode("utf-8", "replace")
-    if hasattr(action, "item") and getattr(action, "shape", None) == ():  # a numpy string scalar
-        return str(action.item())
-    return "" if action is None else str(action)
+    if getattr(action, "shape", None) == () and isinstance(getattr(action, "item", lambda: None)(), str):
+        return str(action.item())  # a 0-d numpy array of a string
+    raise ActionError(f"an action is the model's whole reply as a str, not {type(action).__name__} "
+                      f"({str(action)[:60]!r}); send e.g. env.step(reply_text)")
 
 
 def make_kernel_env(**kwargs: Any) -> gym.Env:

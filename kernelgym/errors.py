@@ -31,3 +31,7 @@ class ConfigError(KernelGymError, ValueError):
 
 class PoolClosedError(KernelGymError, RuntimeError):
     """An evaluation was submitted to a pool that has been closed."""
+
+
+class ActionError(KernelGymError, TypeError):
+    """An environment was given an action that is not text (a reply must be a str)."""
