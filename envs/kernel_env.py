@@ -19,20 +19,20 @@ from typing import Any
 import gymnasium as gym
 from gymnasium import logger
 from gymnasium.wrappers import TimeLimit
-
-from kernelgym import backends
 from kernelgym.envs.config import EnvConfig
 from kernelgym.envs.parsing import parse_reply
 from kernelgym.envs.prompt import build_prompt, hardware_summary
 from kernelgym.envs.spaces import action_space, fit_text, observation_space, speedup_array
 from kernelgym.envs.trajectory import TrajectoryWriter
+
+from kernelgym import backends
 from kernelgym.backends.detect import wrong_backend
 from kernelgym.errors import ActionError, ConfigError, KernelGymError, SuiteUnavailableError
 from kernelgym.evaluation.options import EvalOptions
 from kernelgym.evaluation.result import EvalResult, Verdict
 from kernelgym.rewards import EpisodeState, get_reward
 from kernelgym.tasks import Task, TaskSet, from_hf_dataset, kernelbench, load_suite
-
+from kernelgym.tasks.cpu_size import with_cpu_size
 
 # The process-wide pool ------------------------------------------------------------------------------------
 
@@ -173,6 +173,8 @@ class KernelEnv(gym.Env):
             seed, self._pending_seed = self._pending_seed, None
         super().reset(seed=seed)
         task = self._choose_task(seed, dict(options or {}))
+        if self.size == "cpu":
+            task = with_cpu_size(task)  # KernelBench ships only its GPU size; raises if it cannot be scaled
         size = self.size if task.has_size(self.size) else "gpu"
         self._episode = _Episode(id=uuid.uuid4().hex, task=task, size=size, seed=seed)
         info = {

@@ -71,9 +71,11 @@ def tasks_list(suite: str = SuiteOpt, level: int | None = LevelOpt, kernelbench_
 def tasks_show(task_id: str, size: str = typer.Option("gpu", "--size"), kernelbench_root: str | None = RootOpt) -> None:
     """Print a task's metadata and source."""
     from kernelgym.tasks import resolve_task
+    from kernelgym.tasks.cpu_size import with_cpu_size
 
     try:
         task = resolve_task(task_id, kernelbench_root=kernelbench_root)
+        task = with_cpu_size(task) if size == "cpu" else task
         source = task.source_at(size if task.has_size(size) else "gpu")
     except KernelGymError as exc:
         _fail(str(exc))
