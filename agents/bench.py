@@ -27,6 +27,7 @@ from typing import Any
 
 from kernelgym.agents import baselines
 from kernelgym.agents.baselines.common import EpisodeRecord, episode_key
+from kernelgym.agents.eta import eta_warning
 
 # Fields that define a run: a rerun into the same folder must agree on these (tasks and samples may grow).
 IDENTITY = ("env", "policy", "baseline", "baseline_options", "backend", "size", "turns", "reward", "eval_options")
@@ -222,6 +223,10 @@ def run_bench(config: BenchConfig, *, policy: Any = None, progress: bool = True,
             suggest = getattr(policy, "suggested_turns", None)
             turns = 1 if config.baseline == "one_shot" else int(suggest(chosen)) if suggest else 4
         env_kwargs["max_turns"] = turns
+        warnings = [w for w in [eta_warning(policy, len(chosen) * config.samples * turns)] if w]
+        if progress:
+            for w in warnings:
+                _print(console, f"[yellow]warning:[/yellow] {w}")
         task_list = [{"id": t, "level": tasks[t][1].level, "category": tasks[t][1].category, "env": tasks[t][0]}
                      for t in chosen]
         run_info = {**{k: v for k, v in asdict(config).items() if k not in ("out",)}, "turns": turns,
@@ -284,7 +289,7 @@ def run_bench(config: BenchConfig, *, policy: Any = None, progress: bool = True,
         summary = summarize(records, task_list, config.samples)
         meta = {"command": command, "env": config.env, "policy": config.policy, "baseline": config.baseline,
                 "backend": config.backend, "size": config.size, "turns": turns, "samples": config.samples,
-                "concurrency": config.concurrency}
+                "concurrency": config.concurrency, "env_ids": env_ids, "warnings": warnings}
         files = write_report(summary, out, meta=meta, tensorboard=config.tensorboard)
         (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
         if progress:
@@ -315,10 +320,18 @@ def _execute(todo, one, concurrency: int, progress: bool, console, skipped: int)
         return 0
     bar = None
     if progress:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
 
         bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                       TimeElapsedColumn(), TextColumn("{task.fields[status]}"), console=console)
+                       TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
+                       TextColumn("{task.fields[status]}"), console=console)
         bar.start()
         job = bar.add_task("bench", total=len(todo) + skipped, completed=skipped, status="")
     stats = {"correct": 0, "failed": 0, "ran": 0}
