@@ -309,6 +309,21 @@ def examples_command(
                       f"{len(caught)}/{len(rows) - len(honest)} cheats rejected")
 
 
+@app.command("view")
+def view_command(
+    run_dir: Path = typer.Argument(..., help="a bench run folder (the --out of kernelgym bench)"),
+    out: Path | None = typer.Option(None, "--out", help="where to write the page (default RUN_DIR/view.html)"),
+) -> None:
+    """Write one static HTML page for a bench run: best kernels, diffs, feedback, speedups, verdicts, plots."""
+    from kernelgym.agents.viewer import write_view
+
+    try:
+        path = write_view(run_dir, out)
+    except (KernelGymError, OSError, ValueError) as exc:
+        _fail(str(exc))
+    typer.echo(f"wrote {path} (open it in a browser: file://{path.resolve()})")
+
+
 _mount_optional()
 
 
