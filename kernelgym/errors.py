@@ -4,6 +4,12 @@ These are for programming and configuration mistakes made by the *caller* (an un
 KernelBench checkout). A bad *submission* is never an exception: it is data, an `EvalResult` with a verdict.
 """
 
+from kernelgym._shadow import check_not_shadowed
+
+# Every kernelgym module imports this one: the first to load under a `kernelgym` folder that hides the
+# package (see kernelgym/_shadow.py) says so here.
+check_not_shadowed()
+
 
 class KernelGymError(Exception):
     """Base of every error kernelgym raises on purpose."""
