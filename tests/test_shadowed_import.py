@@ -4,6 +4,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -20,9 +22,10 @@ def test_the_checkout_folder_named_kernelgym_is_reported(tmp_path):
         assert "instead of the installed kernelgym package" in run.stderr and "kernelgym" in run.stderr
 
 
-def test_an_unrelated_folder_named_kernelgym_is_reported_when_the_environments_load(tmp_path):
+@pytest.mark.parametrize("submodule", ["kernelgym.envs", "kernelgym.tasks"])
+def test_an_unrelated_folder_named_kernelgym_is_reported_when_a_module_loads(tmp_path, submodule):
     (tmp_path / "kernelgym").mkdir()
-    run = _python("import kernelgym, kernelgym.envs; print(kernelgym.__file__)", tmp_path)
+    run = _python(f"import kernelgym, {submodule}; print(kernelgym.__file__)", tmp_path)
     if run.returncode == 0:  # a regular (non-editable) install is found ahead of a namespace folder: no shadow
         assert run.stdout.strip().endswith("__init__.py")
     else:
