@@ -26,7 +26,6 @@ from kernelgym.envs.spaces import action_space, fit_text, observation_space, spe
 from kernelgym.envs.trajectory import TrajectoryWriter
 
 from kernelgym import backends
-from kernelgym.backends.detect import wrong_backend
 from kernelgym.errors import ActionError, ConfigError, KernelGymError, SuiteUnavailableError
 from kernelgym.evaluation.options import EvalOptions
 from kernelgym.evaluation.result import EvalResult, Verdict
@@ -286,9 +285,6 @@ class KernelEnv(gym.Env):
         }
 
     def _evaluate(self, ep: _Episode, code: str) -> EvalResult:
-        mismatch = wrong_backend(code, self.backend)
-        if mismatch:
-            return EvalResult(ep.task.id, self.backend, ep.size, Verdict.COMPILE_ERROR, [mismatch])
         pool = self._pool if self._pool is not None else shared_pool()
         try:
             return pool.evaluate(ep.task, code, backend=self.backend, size=ep.size, **self._eval_options)
