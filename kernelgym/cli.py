@@ -88,12 +88,16 @@ def tasks_show(task_id: str, size: str = typer.Option("gpu", "--size"), kernelbe
 def tasks_check(suite: str = SuiteOpt, level: int | None = LevelOpt, kernelbench_root: str | None = RootOpt,
                 size: str = typer.Option("cpu", "--size"), as_json: bool = JsonOpt) -> None:
     """Screen references for degenerate outputs (constant, input-independent, NaN, all-zeros passes)."""
-    from kernelgym.tasks.screen import screen_task
+    from kernelgym.tasks.cpu_size import SizeUnavailableError, with_cpu_size
+    from kernelgym.tasks.screen import ScreenResult, screen_task
 
     tasks = _select(suite, level, kernelbench_root)
     flagged = 0
     for task in tasks:
-        result = screen_task(task, size)
+        try:  # a KernelBench task is screened at its derived cpu size, never at its GPU size on a CPU
+            result = screen_task(with_cpu_size(task) if size == "cpu" else task, size)
+        except SizeUnavailableError as exc:
+            result = ScreenResult(task.id, error=str(exc))
         flagged += not result.passed
         if as_json:
             typer.echo(json.dumps(result.to_dict()))

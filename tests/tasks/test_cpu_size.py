@@ -113,3 +113,18 @@ def test_a_task_with_its_own_cpu_size_keeps_it():
     plain = task_from_source(UNSCALABLE, suite="user", level=1, file_name="1_X.py")
     with pytest.raises(SizeUnavailableError):
         with_cpu_size(plain)
+
+
+@pytest.mark.slow
+def test_tasks_check_screens_kernelbench_at_the_derived_size(kernelbench_root):
+    import json
+
+    from typer.testing import CliRunner
+
+    from kernelgym.cli import app
+
+    result = CliRunner().invoke(app, ["tasks", "check", "--suite", "kernelbench", "--kernelbench-root",
+                                      str(kernelbench_root), "--level", "2", "--json"])
+    rows = {r["id"]: r for r in map(json.loads, result.stdout.splitlines())}
+    assert rows["kernelbench/L2/86_Matmul_Divide_GELU"]["passed"]
+    assert "cannot be scaled" in rows["kernelbench/L2/87_Relu_Written_In"]["error"] and result.exit_code == 1
