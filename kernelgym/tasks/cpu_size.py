@@ -26,9 +26,9 @@ from kernelgym.errors import TaskFormatError
 from kernelgym.tasks.task import Task, substitute_constants
 
 VERSION = 1  # bump when the search changes: cached sizes of an older search are measured again
-# Words of a constant's name that mark structure, not size (`kernel_size`, `num_heads`, `pool_stride`, `k`).
+# Words of a constant's name that mark structure, not size (`kernel_size`, `num_heads`, `pool_stride`, `top_k`).
 STRUCTURAL = {"kernel", "stride", "padding", "pad", "dilation", "groups", "group", "heads", "head", "pool", "patch",
-              "window", "clusters", "expansion", "ratio", "state", "k", "multiplier"}
+              "window", "clusters", "expansion", "ratio", "state", "top", "multiplier"}
 COUNTS = {"layers", "layer", "blocks"}  # `num_layers` is structure; `layer_sizes` is a size
 SMALLEST_SCALED = 16  # constants below this are structure (channels of an image, a dim index): kept
 FLOOR = 8  # a scaled constant never goes below this
@@ -59,13 +59,29 @@ def size_constants(source: str) -> dict[str, Any]:
         name = node.targets[0].id
         if _structural(name):
             continue
-        try:
-            value = ast.literal_eval(node.value)
-        except ValueError:
+        value = _constant_value(node.value)
+        if value is None:
             continue
         if _is_int(value) and value >= SMALLEST_SCALED or isinstance(value, list | tuple) and value and all(_is_int(v) for v in value) and max(value) >= SMALLEST_SCALED:
             found[name] = value
     return found
+
+
+_ARITHMETIC = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+               ast.FloorDiv: lambda a, b: a // b, ast.Pow: lambda a, b: a**b}
+
+
+def _constant_value(node: ast.AST) -> Any:
+    """A literal, or integer arithmetic on literals (`N = 2048 * 2`, `K = 131072 * 4`); None for anything else."""
+    if isinstance(node, ast.BinOp) and type(node.op) in _ARITHMETIC:
+        left, right = _constant_value(node.left), _constant_value(node.right)
+        if _is_int(left) and _is_int(right) and not (isinstance(node.op, ast.Pow) and right > 64):
+            return _ARITHMETIC[type(node.op)](left, right) if right or not isinstance(node.op, ast.FloorDiv) else None
+        return None
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
 
 
 def _structural(name: str) -> bool:

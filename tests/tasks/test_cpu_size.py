@@ -128,3 +128,9 @@ def test_tasks_check_screens_kernelbench_at_the_derived_size(kernelbench_root):
     rows = {r["id"]: r for r in map(json.loads, result.stdout.splitlines())}
     assert rows["kernelbench/L2/86_Matmul_Divide_GELU"]["passed"]
     assert "cannot be scaled" in rows["kernelbench/L2/87_Relu_Written_In"]["error"] and result.exit_code == 1
+
+
+def test_sizes_written_as_arithmetic_are_found():
+    source = MATMUL.replace("input_size = 8192", "input_size = 2048 * 4").replace("batch_size = 1024", "M = 256 * 4")
+    source = source.replace("batch_size, input_size", "M, input_size") + "k = 96\ntop_k = 50\n"
+    assert size_constants(source) == {"M": 1024, "input_size": 8192, "output_size": 8192, "k": 96}
