@@ -111,3 +111,8 @@ def test_the_page_renders_in_headless_chromium(run_dir, tmp_path):
     assert near("#102030") > 20000  # the command's dark block
     assert near("#4477aa", 20) > 1000  # the embedded speedup histogram's bars
     assert (pixels > 245).all(axis=1).mean() < 0.95  # not a blank page
+
+
+def test_view_of_a_folder_that_is_not_a_run_is_one_clean_error(tmp_path):
+    result = CliRunner().invoke(app, ["view", str(tmp_path)])
+    assert result.exit_code == 1 and "is not a bench run folder" in result.output and "Traceback" not in result.output
