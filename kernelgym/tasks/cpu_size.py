@@ -1,13 +1,14 @@
 """A `cpu` size for tasks that ship only their GPU size (real KernelBench problems).
 
-The module-level integer constants that set tensor sizes (batch_size, dim, in_features, height, ...) are
-halved together, level by level, until the whole reference runs in a few milliseconds; then the levels are
-walked back up and the first one whose forward pass takes `target_ms` or more is kept (a level that raises,
-e.g. a width smaller than a kernel, is skipped). It is timed on one thread, as the judge times by default
-(`EvalOptions.threads`): two threads on a busy two-core machine add tens of ms of waiting to every call. Constants that set structure rather than
-size (kernel_size, stride, groups, heads, layers, ...) and small ones (< 16) are never touched. The chosen
-size then goes through the degenerate-task screen. Results are cached per task content hash, so a task is
-measured once per machine.
+The module-level integer constants that set tensor sizes (batch_size, dim, in_features, height, `N = 2048 * 2`,
+...) are halved together `level` times, from the smallest sizes (every such constant at 8) upwards; the first
+level whose reference forward pass takes `target_ms` (10 ms) or more is kept, unless it overshoots 20-fold,
+then the level below it. A level that raises (a width below a kernel's) is skipped; one whose inputs and
+parameters pass 1 GiB ends the search. Timing is on one thread, as the judge times by default
+(`EvalOptions.threads`): two threads on a busy two-core machine add tens of ms of waiting to every call.
+Constants that set structure (kernel_size, stride, groups, heads, layer counts, ...) and small ones (< 16) are
+kept. The chosen size then goes through the degenerate-task screen. Results are cached per task content hash,
+so a task is measured once per machine.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import Any
 from kernelgym.errors import TaskFormatError
 from kernelgym.tasks.task import Task, substitute_constants
 
-VERSION = 1  # bump when the search changes: cached sizes of an older search are measured again
+VERSION = 2  # bump when the search changes: cached sizes of an older search are measured again
 # Words of a constant's name that mark structure, not size (`kernel_size`, `num_heads`, `pool_stride`, `top_k`).
 STRUCTURAL = {"kernel", "stride", "padding", "pad", "dilation", "groups", "group", "heads", "head", "pool", "patch",
               "window", "clusters", "expansion", "ratio", "state", "top", "multiplier"}
@@ -34,6 +35,7 @@ SMALLEST_SCALED = 16  # constants below this are structure (channels of an image
 FLOOR = 8  # a scaled constant never goes below this
 MAX_LEVELS = 24
 MAX_BYTES = 1 << 30  # inputs plus parameters: a level above this is never run
+MAX_OVERSHOOT = 20  # the first level at or above the target is kept, unless it takes this many times it
 
 
 class SizeUnavailableError(TaskFormatError):
@@ -175,9 +177,9 @@ def derive_cpu_size(task: Task, *, target_ms: float = 10.0, threads: int = 1) ->
             failures.append(f"level {level}: {type(exc).__name__}: {str(exc)[:120]}")
             continue
         if ms >= target_ms:
-            # One level can multiply the time by 2**(number of constants): keep whichever of the two
-            # levels around the target is nearer to it (in ratio).
-            if chosen is None or ms / target_ms < target_ms / chosen[1]:
+            # One level can multiply the time by 2**(number of constants): past MAX_OVERSHOOT times the
+            # target, the level below is kept (a quicker reference beats a far too slow one).
+            if chosen is None or ms <= MAX_OVERSHOOT * target_ms:
                 chosen = (level, ms)
             break
         chosen = (level, ms)
