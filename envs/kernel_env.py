@@ -19,19 +19,20 @@ from typing import Any
 import gymnasium as gym
 from gymnasium import logger
 from gymnasium.wrappers import TimeLimit
+
+from kernelgym import backends
 from kernelgym.envs.config import EnvConfig
 from kernelgym.envs.parsing import parse_reply
 from kernelgym.envs.prompt import build_prompt, hardware_summary
 from kernelgym.envs.spaces import action_space, fit_text, observation_space, speedup_array
 from kernelgym.envs.trajectory import TrajectoryWriter
-
-from kernelgym import backends
 from kernelgym.errors import ActionError, ConfigError, KernelGymError, SuiteUnavailableError
 from kernelgym.evaluation.options import EvalOptions
 from kernelgym.evaluation.result import EvalResult, Verdict
 from kernelgym.rewards import EpisodeState, get_reward
 from kernelgym.tasks import Task, TaskSet, from_hf_dataset, kernelbench, load_suite
 from kernelgym.tasks.cpu_size import with_cpu_size
+
 
 # The process-wide pool ------------------------------------------------------------------------------------
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 import pytest
+from kg_env_helpers import fenced
 from gymnasium.utils.env_checker import data_equivalence
 from kernelgym.envs import KernelEnv, read_episodes
-from kg_env_helpers import fenced
 
 from kernelgym.errors import ConfigError, TaskNotFoundError
 from kernelgym.evaluation.result import EvalResult
