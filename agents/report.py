@@ -111,7 +111,8 @@ def summarize(records: Iterable[dict[str, Any]], tasks: Sequence[dict[str, Any]]
 
 
 # How far a turn got, for "best verdict" (the judge's verdicts from furthest to least far, then the rest).
-VERDICT_RANK = ("ok", "incorrect", "runtime_error", "timeout", "crash", "hack", "compile_error", "no_code", "done")
+VERDICT_RANK = ("ok", "incorrect", "runtime_error", "timeout", "crash", "hack", "compile_error", "no_code",
+                "infrastructure_error", "done")
 
 
 def _best_verdict(turns: list[dict[str, Any]]) -> str:

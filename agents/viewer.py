@@ -21,6 +21,7 @@ from typing import Any
 VERDICT_COLORS = {
     "ok": "#2e7d32", "incorrect": "#ef6c00", "runtime_error": "#ad1457", "timeout": "#455a64", "crash": "#37474f",
     "hack": "#c62828", "compile_error": "#6a1b9a", "no_code": "#9e9e9e", "done": "#607d8b",
+    "infrastructure_error": "#795548",
 }
 STYLE = """
 body{font:14px/1.45 system-ui,sans-serif;margin:0 auto;max-width:1200px;padding:16px 24px;color:#222;background:#fff}
