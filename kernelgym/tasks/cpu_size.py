@@ -26,7 +26,7 @@ from typing import Any
 from kernelgym.errors import TaskFormatError
 from kernelgym.tasks.task import Task, substitute_constants
 
-VERSION = 2  # bump when the search changes: cached sizes of an older search are measured again
+VERSION = 3  # bump when the search changes: cached sizes of an older search are measured again
 # Words of a constant's name that mark structure, not size (`kernel_size`, `num_heads`, `pool_stride`, `top_k`).
 STRUCTURAL = {"kernel", "stride", "padding", "pad", "dilation", "groups", "group", "heads", "head", "pool", "patch",
               "window", "clusters", "expansion", "ratio", "state", "top", "multiplier"}
@@ -56,17 +56,31 @@ def size_constants(source: str) -> dict[str, Any]:
     """Top-level `NAME = <int>` or `NAME = [<int>, ...]` assignments that look like tensor sizes."""
     found: dict[str, Any] = {}
     for node in ast.parse(source).body:
-        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
+        if not isinstance(node, ast.Assign):
             continue
-        name = node.targets[0].id
-        if _structural(name):
-            continue
-        value = _constant_value(node.value)
-        if value is None:
-            continue
-        if _is_int(value) and value >= SMALLEST_SCALED or isinstance(value, list | tuple) and value and all(_is_int(v) for v in value) and max(value) >= SMALLEST_SCALED:
-            found[name] = value
+        for name, value_node in _assigned(node):
+            value = _constant_value(value_node)
+            if not _structural(name) and _is_size(value):
+                found[name] = value
     return found
+
+
+def _is_size(value: Any) -> bool:
+    if _is_int(value):
+        return value >= SMALLEST_SCALED
+    return (isinstance(value, list | tuple) and bool(value) and all(_is_int(v) for v in value)
+            and max(value) >= SMALLEST_SCALED)
+
+
+def _assigned(node: ast.Assign) -> list[tuple[str, ast.expr]]:
+    """(name, value) of `a = v`, `a = b = v` and `a, b = v1, v2` (what substitute_constants can rewrite)."""
+    if all(isinstance(t, ast.Name) for t in node.targets):
+        return [(t.id, node.value) for t in node.targets]
+    target = node.targets[0]
+    if (len(node.targets) == 1 and isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple)
+            and len(target.elts) == len(node.value.elts)):
+        return [(t.id, v) for t, v in zip(target.elts, node.value.elts) if isinstance(t, ast.Name)]
+    return []
 
 
 _ARITHMETIC = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,

@@ -134,3 +134,15 @@ def test_sizes_written_as_arithmetic_are_found():
     source = MATMUL.replace("input_size = 8192", "input_size = 2048 * 4").replace("batch_size = 1024", "M = 256 * 4")
     source = source.replace("batch_size, input_size", "M, input_size") + "k = 96\ntop_k = 50\n"
     assert size_constants(source) == {"M": 1024, "input_size": 8192, "output_size": 8192, "k": 96}
+
+
+def test_chained_and_tuple_assignments_are_scaled_together():
+    from kernelgym.tasks.task import substitute_constants
+
+    source = MATMUL.replace("input_size = 8192", "input_size = output_size = 8192\nheight, width = 512, 3")
+    source = source.replace("output_size = 8192\ndivisor", "divisor")
+    assert size_constants(source) == {"batch_size": 1024, "input_size": 8192, "output_size": 8192, "height": 512}
+    rewritten = substitute_constants(source, {"input_size": 64, "output_size": 64, "height": 32})
+    assert "input_size = output_size = 64" in rewritten and "height, width = (32, 3)" in rewritten
+    with pytest.raises(SizeUnavailableError.__mro__[1]):  # TaskFormatError: the two names cannot differ
+        substitute_constants(source, {"input_size": 64, "output_size": 32})
