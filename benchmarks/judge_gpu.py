@@ -77,9 +77,11 @@ def main() -> int:
     parser.add_argument("--kernelbench", type=Path, required=True)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--budget-s", type=float, default=1.0)
-    parser.add_argument("--parts", default="probe,fewshot,relu,examples,cheats")
+    parser.add_argument("--parts", default="probe,fewshot,relu,examples,cheats", help="run in this order")
+    parser.add_argument("--filter", default="", help="a regex: only the examples and few-shot files it matches")
     args = parser.parse_args()
-    parts = set(args.parts.split(","))
+    parts = args.parts.split(",")
+    wanted = re.compile(args.filter)
     rows: list[dict] = []
     tasks = {t.id: t for t in bundled()}
     options = {"timing_budget_s": args.budget_s}
@@ -104,27 +106,31 @@ def main() -> int:
             started = time.monotonic()
             record("probe-relaxed-sandbox", ex.task_id,
                    pool.evaluate(tasks[ex.task_id], ex.source, backend="triton", size="gpu", **options), started)
-    if "fewshot" in parts:
+    def fewshot():
         for task_file in sorted((args.kernelbench / "fewshot").glob("task_*.py")):
             name = task_file.stem.removeprefix("task_")
+            if not wanted.search(name):
+                continue
             task = task_from_source(task_file.read_text(), suite="kernelbench-fewshot", level=1, file_name=f"1_{name}.py")
             started = time.monotonic()
             result = pool.evaluate(task, (task_file.parent / f"sol_{name}.py").read_text(), backend="cuda", size="gpu",
                                    **options)
             record("fewshot", name, result, started)
-    if "relu" in parts:
+    def relu():
         relu = args.kernelbench / "level1" / "19_ReLU.py"
         task = task_from_source(relu.read_text(), suite="kernelbench", level=1, file_name="19_ReLU.py")
         started = time.monotonic()
         record("shipped-size", "L1/19_ReLU", pool.evaluate(task, RELU_SOLUTION, backend="cuda", size="gpu",
                                                           timeout_s=300, **options), started)
-    if "examples" in parts:
+    def examples_part():
         for backend in ("triton", "cuda"):
             for ex in examples(backend):
+                if not wanted.search(ex.task_id):
+                    continue
                 started = time.monotonic()
                 record(f"example-{backend}", ex.task_id,
                        pool.evaluate(tasks[ex.task_id], ex.source, backend=backend, size="gpu", **options), started)
-    if "cheats" in parts:
+    def cheats():
         for path in sorted(Path("tests/adversarial").glob("*.py")):
             fields = dict(FIELD.findall(path.read_text()))
             if fields.get("Backend", "").strip() not in ("triton", "cuda") or fields.get("Task", "").strip() == "":
@@ -136,6 +142,10 @@ def main() -> int:
             started = time.monotonic()
             record("cheat", path.stem, pool.evaluate(task, path.read_text(), backend=fields["Backend"].strip(),
                                                       size="gpu", **options), started)
+    steps = {"fewshot": fewshot, "relu": relu, "examples": examples_part, "cheats": cheats}
+    for part in parts:
+        if part in steps:
+            steps[part]()
     pool.close()
     _write(args.out, rows, sandbox)
     return 0

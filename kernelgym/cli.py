@@ -12,8 +12,8 @@ from rich.table import Table
 
 from kernelgym.errors import KernelGymError
 
-app = typer.Typer(help="kernelgym: environments and a judge for LLM-written GPU kernels.", no_args_is_help=True,
-                  pretty_exceptions_enable=False)
+app = typer.Typer(help="kernelgym: environments and a judge for LLM-written GPU kernels.",
+                  no_args_is_help=True, pretty_exceptions_enable=False)
 tasks_app = typer.Typer(help="List, show and screen task suites.", no_args_is_help=True)
 app.add_typer(tasks_app, name="tasks")
 console = Console()
@@ -68,7 +68,8 @@ def tasks_list(suite: str = SuiteOpt, level: int | None = LevelOpt, kernelbench_
 
 
 @tasks_app.command("show")
-def tasks_show(task_id: str, size: str = typer.Option("gpu", "--size"), kernelbench_root: str | None = RootOpt) -> None:
+def tasks_show(task_id: str, size: str = typer.Option("gpu", "--size"),
+               kernelbench_root: str | None = RootOpt) -> None:
     """Print a task's metadata and source."""
     from kernelgym.tasks import resolve_task
     from kernelgym.tasks.cpu_size import with_cpu_size
@@ -118,8 +119,10 @@ def eval_command(
     level: int | None = LevelOpt,
     backend: str = typer.Option("cpp", "--backend", help="cpp, triton or cuda"),
     size: str | None = typer.Option(None, "--size", help="cpu or gpu (default: from the hardware)"),
-    timeout: float = typer.Option(60.0, "--timeout", help="seconds per run stage (builds have their own limit)"),
-    ncu: bool = typer.Option(False, "--ncu", help="GPU: Nsight Compute counters per kernel (after an ok verdict)"),
+    timeout: float = typer.Option(60.0, "--timeout",
+                                  help="seconds per run stage (builds have their own limit)"),
+    ncu: bool = typer.Option(False, "--ncu",
+                             help="GPU: Nsight Compute counters per kernel (after an ok verdict)"),
     workers: int = typer.Option(1, "--workers", help="folder mode: evaluations in parallel"),
     out: Path | None = typer.Option(None, "--out", help="folder mode: also write the JSON lines to this file"),
     exit_zero: bool = typer.Option(False, "--exit-zero", help="exit 0 even when a solution is not ok"),
@@ -175,9 +178,9 @@ def _eval_files(solutions: list[Path], task: str, backend: str, size: str | None
             all_ok = all_ok and result.ok
             if as_json:
                 row = {"solution": str(path), **{k: v for k, v in result.to_dict().items()
-                                                  if k in ("verdict", "compiled", "correct", "speedup", "runtime_ms",
-                                                           "ref_runtime_ms", "reasons", "task_id", "backend", "size",
-                                                           "wall_s")}}
+                                                  if k in ("verdict", "compiled", "correct", "speedup",
+                                                           "runtime_ms", "ref_runtime_ms", "reasons",
+                                                           "task_id", "backend", "size", "wall_s")}}
                 row["feedback"] = result.to_feedback()
                 typer.echo(json.dumps(row))
             else:
@@ -254,8 +257,9 @@ def baseline_command(
     chosen = backend or ("cuda" if has_gpu() else "cpp")
     table = Table("task", "size", "eager ms", "compile ms", "cached")
     with EvalPool(workers=workers) as pool:
-        futures = [(t, pool.submit(t, "", backend=chosen, size=size, baseline_only=True, compile_baseline=compile_,
-                                   refresh_baseline=refresh, timeout_s=120)) for t in tasks]
+        futures = [(t, pool.submit(t, "", backend=chosen, size=size, baseline_only=True,
+                                   compile_baseline=compile_, refresh_baseline=refresh, timeout_s=120))
+                   for t in tasks]
         for task, future in futures:
             result = future.result()
             timing = result.timing
@@ -267,8 +271,9 @@ def baseline_command(
                                        "cached": bool(timing and timing.compile_baseline_cached),
                                        "reasons": result.reasons}))
             else:
+                cached = "yes" if timing and timing.compile_baseline_cached else "no"
                 table.add_row(task.id, result.size, f"{eager:.4g}" if eager else result.verdict.value,
-                              f"{compiled:.4g}" if compiled else "-", "yes" if timing and timing.compile_baseline_cached else "no")
+                              f"{compiled:.4g}" if compiled else "-", cached)
     if not as_json:
         console.print(table)
 
@@ -282,6 +287,7 @@ def examples_command(
     as_json: bool = JsonOpt,
 ) -> None:
     """Judge the bundled example solutions for a backend (and, with --with-cheats, some cheats)."""
+    from kernelgym.evaluation.rules import Reason
     from kernelgym.solutions import cheats, examples
     from kernelgym.tasks import bundled
     from kernelgym.workers.pool import EvalPool
@@ -292,7 +298,8 @@ def examples_command(
         _fail(f"no bundled example solutions for backend {backend!r}")
     table = Table("task", "solution", "verdict", "speedup", "95% CI", "wall s")
     with EvalPool(workers=workers) as pool:
-        futures = [(e, pool.submit(suite.get(e.task_id), e.source, backend=backend, size=size)) for e in entries]
+        futures = [(e, pool.submit(suite.get(e.task_id), e.source, backend=backend, size=size))
+                   for e in entries]
         with console.status(f"judging {len(entries)} solutions ..."):
             rows = [(e, f.result()) for e, f in futures]
     for entry, result in rows:
@@ -300,10 +307,14 @@ def examples_command(
             typer.echo(json.dumps({"solution": str(entry.path), "cheat": entry.cheat, **result.to_dict()}))
             continue
         t = result.timing
-        ci = f"{t.speedup_ci_low:.2f}-{t.speedup_ci_high:.2f}" if t and t.available and t.speedup_ci_low else ""
-        speed = f"{result.speedup:.2f}x" + (" verified" if t and t.verified else "") if result.speedup else "-"
-        verdict = result.verdict.value + (f" ({result.reasons[0].split(':')[0]})" if result.reasons else "")
-        table.add_row(entry.task_id.split("/", 1)[1], entry.cheat or "example", verdict, speed, ci, f"{result.wall_s:.1f}")
+        has_ci = t and t.available and t.speedup_ci_low
+        ci = f"{t.speedup_ci_low:.2f}-{t.speedup_ci_high:.2f}" if has_ci else ""
+        verified = " verified" if t and t.verified else ""
+        speed = f"{result.speedup:.2f}x{verified}" if result.speedup else "-"
+        rule = f" ({Reason.parse(result.reasons[0]).rule})" if result.reasons else ""
+        verdict = result.verdict.value + rule
+        table.add_row(entry.task_id.split("/", 1)[1], entry.cheat or "example", verdict, speed, ci,
+                      f"{result.wall_s:.1f}")
     if not as_json:
         console.print(table)
         honest = [r for e, r in rows if e.cheat is None]

@@ -1,7 +1,8 @@
 """The distribution maps envs/, agents/ and skill_store/ under kernelgym and lists every package."""
 
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 MAPPED = {"kernelgym": "kernelgym", "kernelgym.envs": "envs", "kernelgym.agents": "agents",
@@ -33,8 +34,10 @@ def test_import_kernelgym_stays_light():
     import subprocess
     import sys
 
-    code = "import sys, kernelgym; print(sorted(m for m in ('transformers', 'trl', 'openai', 'datasets') if m in sys.modules))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    code = ("import sys, kernelgym; "
+            "print(sorted(m for m in ('transformers', 'trl', 'openai', 'datasets') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.strip()
     assert out == "[]"
 
 

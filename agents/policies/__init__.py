@@ -16,6 +16,9 @@ from __future__ import annotations
 from typing import Any
 
 from kernelgym.agents.policy import BasePolicy, Policy
+from kernelgym.errors import ConfigError, did_you_mean
+
+KINDS = ("replay", "scripted", "smollm2", "hf", "tiny", "openai")
 
 
 def _value(text: str) -> Any:
@@ -66,7 +69,8 @@ def make_policy(spec: str) -> Policy:
         from kernelgym.agents.policies.hf import HFPolicy, SamplingConfig
 
         if not rest:
-            raise ValueError(f"{kind}: needs a model path or name, e.g. hf:HuggingFaceTB/SmolLM2-135M-Instruct")
+            raise ConfigError(f"{kind}: needs a model path or name, e.g. "
+                              "hf:HuggingFaceTB/SmolLM2-135M-Instruct")
         if kind == "tiny":
             import os
 
@@ -80,10 +84,11 @@ def make_policy(spec: str) -> Policy:
 
         model, _, base_url = rest.partition("@")
         if not model:
-            raise ValueError("openai: needs a model, e.g. openai:Qwen/Qwen2.5-Coder-7B-Instruct@http://127.0.0.1:8000/v1")
+            raise ConfigError("openai: needs a model, e.g. "
+                              "openai:Qwen/Qwen2.5-Coder-7B-Instruct@http://127.0.0.1:8000/v1")
         return OpenAIPolicy(OpenAIConfig(model=model, base_url=base_url or None, **options))
-    raise ValueError(f"unknown policy spec {spec!r}; use replay:..., scripted:..., smollm2, hf:..., tiny:..., "
-                     "or openai:MODEL@URL")
+    raise ConfigError(f"unknown policy spec {spec!r}; use replay:..., scripted:..., smollm2, hf:..., "
+                      f"tiny:..., or openai:MODEL@URL.{did_you_mean(kind, KINDS)}")
 
 
 __all__ = ["BasePolicy", "Policy", "make_policy", "split_options"]

@@ -19,7 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kernelgym.agents.policy import SYSTEM_PROMPT, BasePolicy, Reply, to_messages
+from kernelgym.agents.policy import (SYSTEM_PROMPT, BasePolicy, PolicyInfo, PolicyObservation, Reply,
+                                     to_messages)
+from kernelgym.errors import ConfigError, did_you_mean
 
 
 @dataclass
@@ -36,7 +38,8 @@ class SamplingConfig:
         known = {f.name for f in dataclasses.fields(self)}
         unknown = set(changes) - known
         if unknown:
-            raise ValueError(f"unknown sampling option(s) {sorted(unknown)}; known: {sorted(known)}")
+            hint = did_you_mean(min(unknown), known)
+            raise ConfigError(f"unknown sampling option(s) {sorted(unknown)}; known: {sorted(known)}.{hint}")
         return dataclasses.replace(self, **{k: v for k, v in changes.items() if v is not None})
 
     def generate_kwargs(self) -> dict[str, Any]:
@@ -60,7 +63,8 @@ class Generation:
 
 class HFPolicy(BasePolicy):
     def __init__(self, model: Any, tokenizer: Any = None, *, sampling: SamplingConfig | None = None,
-                 system_prompt: str | None = SYSTEM_PROMPT, gguf_file: str | None = None, dtype: str = "float32",
+                 system_prompt: str | None = SYSTEM_PROMPT, gguf_file: str | None = None,
+                 dtype: str = "float32",
                  device: str = "cpu", batch_size: int = 4, chat_template: str | None = None,
                  name: str | None = None, threads: int | None = None):
         import torch
@@ -91,7 +95,7 @@ class HFPolicy(BasePolicy):
         self.threads = threads or max(1, (os.cpu_count() or 1) // 2)
         self._lock = threading.Lock()
 
-    # generation ----------------------------------------------------------------------------------------------
+    # generation ---------------------------------------------------------------------------------------------
 
     @property
     def context_length(self) -> int:
@@ -148,7 +152,8 @@ class HFPolicy(BasePolicy):
                 chunk = prompts[start:start + self.batch_size]
                 width = max(len(p) for p in chunk)
                 input_ids = torch.tensor([[pad] * (width - len(p)) + p for p in chunk], device=self.device)
-                mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in chunk], device=self.device)
+                mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in chunk],
+                                    device=self.device)
                 out = self.model.generate(input_ids=input_ids, attention_mask=mask, pad_token_id=pad,
                                           eos_token_id=eos, **sampling.generate_kwargs())
                 for row, prompt in zip(out[:, width:].tolist(), chunk, strict=True):
@@ -159,12 +164,12 @@ class HFPolicy(BasePolicy):
                                               "stop" if stopped else "length"))
         return results
 
-    # the Policy protocol ---------------------------------------------------------------------------------------
+    # the Policy protocol ------------------------------------------------------------------------------------
 
-    def act(self, observation: dict[str, Any], info: dict[str, Any]) -> str:
+    def act(self, observation: PolicyObservation, info: PolicyInfo) -> str:
         return self.act_batch([observation], [info])[0]
 
-    def act_batch(self, observations: Sequence[dict[str, Any]], infos: Sequence[dict[str, Any]]) -> list[str]:
+    def act_batch(self, observations: Sequence[PolicyObservation], infos: Sequence[PolicyInfo]) -> list[str]:
         conversations = [to_messages(o, self.system_prompt) for o in observations]
         # Token counts travel with the reply into the bench record (report: tokens per reply).
         return [Reply(g.text, prompt_tokens=g.prompt_tokens, completion_tokens=g.completion_tokens,

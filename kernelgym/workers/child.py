@@ -479,6 +479,10 @@ class _CandidateSide:
         job = self.job
         torch.set_num_threads(job.threads)
         strict_fp32()
+        if job.device.startswith("cuda"):
+            # The CUDA context first: mapping the reference's inputs (CUDA IPC) in a process without one
+            # crashes, and a ModelNew without parameters would never create it.
+            torch.empty(1, device=job.device)
         _route_builds(job, self.sock)
         self.solution = load_module(job.solution_source, "solution", os.path.join(self.eval_dir, "solution.py"))
         if not isinstance(getattr(self.solution, "ModelNew", None), type):

@@ -51,7 +51,7 @@ def has_gpu() -> bool:
         import torch
 
         return torch.cuda.is_available()
-    except Exception:
+    except Exception:  # noqa: BLE001 - a broken driver is no GPU for choosing defaults
         return False
 
 
@@ -84,10 +84,13 @@ class _Worker:
         }
         if self.pool.gpu and "CUDA_VISIBLE_DEVICES" not in os.environ:
             extra["CUDA_VISIBLE_DEVICES"] = str(self.index % max(1, self.pool.gpu_count))
-        self.log = open(os.path.join(work_root, "worker.log"), "ab")
+        # the worker's log stays open for the worker's lifetime
+        self.log = open(os.path.join(work_root, "worker.log"), "ab")  # noqa: SIM115
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "kernelgym.workers.worker", str(theirs.fileno())], pass_fds=(theirs.fileno(),),
-            env=scrubbed_env(extra), cwd=work_root, stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log,
+            [sys.executable, "-m", "kernelgym.workers.worker", str(theirs.fileno())],
+            pass_fds=(theirs.fileno(),),
+            env=scrubbed_env(extra), cwd=work_root, stdin=subprocess.DEVNULL, stdout=self.log,
+            stderr=self.log,
         )
         theirs.close()
         self.conn = Connection(os.dup(ours.fileno()))
@@ -132,10 +135,12 @@ class _Worker:
             result = EvalResult.from_dict(data)
         except TimeoutError:
             self.stop()
-            return _failed(job, Verdict.TIMEOUT, f"worker_timeout: no answer in {limit:.0f} s; the worker was replaced")
+            return _failed(job, Verdict.TIMEOUT,
+                           f"worker_timeout: no answer in {limit:.0f} s; the worker was replaced")
         except (EOFError, OSError) as exc:
             self.stop()
-            return _failed(job, Verdict.CRASH, f"worker_crash: the worker died ({type(exc).__name__}); it was replaced")
+            return _failed(job, Verdict.CRASH,
+                           f"worker_crash: the worker died ({type(exc).__name__}); it was replaced")
         self.tasks_done += 1
         if self.tasks_done >= self.pool.config.max_tasks_per_worker or _spoiled(result):
             self.stop()
@@ -189,7 +194,8 @@ class EvalPool:
                  **options) -> EvalJob:
         opts = EvalOptions.from_kwargs(self.config.options, **options)
         backends.get(backend)
-        chosen = size or opts.size or ("gpu" if self.gpu and backends.get(backend).device == "cuda" else "cpu")
+        chosen = size or opts.size or ("gpu" if self.gpu and backends.get(backend).device == "cuda"
+                                       else "cpu")
         if not task.has_size(chosen):
             chosen = "gpu"
         if isinstance(source, bytes):
@@ -218,7 +224,7 @@ class EvalPool:
             if _spoiled(result):  # not the candidate's doing: judge it again in the replaced worker
                 result = worker.run(job)
             return result
-        except Exception as exc:  # e.g. a worker that cannot start: an answer, not a hang
+        except Exception as exc:  # noqa: BLE001 - e.g. a worker that cannot start: an answer, not a hang
             return _failed(job, Verdict.CRASH, f"worker_error: {type(exc).__name__}: {exc}")
         finally:
             self._idle.put(worker)
@@ -234,7 +240,7 @@ class EvalPool:
         if self._owns_root:
             shutil.rmtree(self.work_root, ignore_errors=True)
 
-    def __enter__(self) -> EvalPool:
+    def __enter__(self) -> EvalPool:  # noqa: PYI034 - Python 3.10 has no typing.Self
         return self
 
     def __exit__(self, *exc) -> None:
@@ -253,7 +259,7 @@ class EvalPool:
     def __del__(self):
         try:
             self.close()
-        except Exception:
+        except Exception:  # noqa: BLE001, S110 - closing at interpreter exit may find half the world gone
             pass
 
 
@@ -262,5 +268,5 @@ def _gpu_count() -> int:
         import torch
 
         return torch.cuda.device_count()
-    except Exception:
+    except Exception:  # noqa: BLE001 - a broken driver is no GPU for choosing defaults
         return 0

@@ -11,12 +11,14 @@ import socket
 import struct
 from typing import Any
 
+from kernelgym.errors import KernelGymError
+
 MAX_HEADER_BYTES = 4 << 20
 MAX_BLOB_BYTES = 64 << 30  # CPU outputs of shipped-size tasks can pass 4 GiB
 _LENGTH = struct.Struct("!Q")
 
 
-class ProtocolError(Exception):
+class ProtocolError(KernelGymError):
     """The peer sent something that is not a well-formed message (or hung up)."""
 
 

@@ -5,12 +5,14 @@ from __future__ import annotations
 import math
 
 import pytest
+
 from kernelgym.agents.report import fast_p, geomean, render_markdown, summarize, write_report
 
 
-def _rec(task, level, category, correct, speedup=None, verified=False, verdicts=("ok",), sample=0, cheat=None):
-    turns = [{"attempt": i, "verdict": v, "reward": 0.0, "meta": {"cheat": cheat} if cheat and v != "ok" else {}}
-             for i, v in enumerate(verdicts)]
+def _rec(task, level, category, correct, speedup=None, verified=False, verdicts=("ok",), sample=0,
+         cheat=None):
+    turns = [{"attempt": i, "verdict": v, "reward": 0.0,
+              "meta": {"cheat": cheat} if cheat and v != "ok" else {}} for i, v in enumerate(verdicts)]
     return {"task_id": task, "sample": sample, "level": level, "category": category, "correct": correct,
             "speedup": speedup, "verified_speedup": speedup if verified else None, "turns": turns,
             "total_reward": 1.0 if correct else -1.0}
@@ -85,7 +87,8 @@ def test_markdown_plot_and_tensorboard(tmp_path):
     try:
         import tensorboard  # noqa: F401
     except ImportError:
-        assert files["tensorboard"] is None and any("tensorboard is not installed" in n for n in files["notes"])
+        assert files["tensorboard"] is None and any("tensorboard is not installed" in n
+                                                    for n in files["notes"])
     else:
         events = list((tmp_path / "tensorboard").glob("events.out.tfevents.*"))
         assert events and events[0].stat().st_size > 0

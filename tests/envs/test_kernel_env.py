@@ -5,10 +5,10 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 import pytest
-from kg_env_helpers import fenced
 from gymnasium.utils.env_checker import data_equivalence
-from kernelgym.envs import KernelEnv, read_episodes
+from kg_env_helpers import fenced
 
+from kernelgym.envs import KernelEnv, read_episodes
 from kernelgym.errors import ConfigError, TaskNotFoundError
 from kernelgym.evaluation.result import EvalResult
 from kernelgym.solutions import cheats, examples
@@ -31,7 +31,8 @@ def test_episode_replaying_the_bundled_solution(pool, relu_source, tmp_path):
     env = make(pool, trajectory_path=str(path), render_mode="ansi")
     obs, info = env.reset(seed=7, options={"task_id": "L1/1_ReLU"})
     assert info["task_id"] == "bundled/L1/1_ReLU" and info["size"] == "cpu" and info["backend"] == "cpp"
-    assert "Reference module:" in obs["prompt"] and "load_cpp" in obs["prompt"] and "Turns left: 4 of 4" in obs["prompt"]
+    assert "Reference module:" in obs["prompt"] and "load_cpp" in obs["prompt"]
+    assert "Turns left: 4 of 4" in obs["prompt"]
     assert "KERNELGYM" not in obs["prompt"] and "Hardware:" in obs["prompt"]
     assert obs["turn"] == 0 and obs["feedback"] == "" and obs["best_speedup"][0] == 0
 
@@ -60,11 +61,14 @@ def test_episode_replaying_the_bundled_solution(pool, relu_source, tmp_path):
     env.close()
 
     [episode] = read_episodes(path)
-    assert episode["task_id"] == "bundled/L1/1_ReLU" and episode["seed"] == 7 and episode["env_id"] == "KernelGym-L1-v0"
+    assert episode["task_id"] == "bundled/L1/1_ReLU" and episode["seed"] == 7
+    assert episode["env_id"] == "KernelGym-L1-v0"
     turns = episode["turns"]
-    assert [t["turn"] for t in turns] == [1, 2, 3] and [t["verdict"] for t in turns] == ["no_code", "ok", "done"]
+    assert [t["turn"] for t in turns] == [1, 2, 3]
+    assert [t["verdict"] for t in turns] == ["no_code", "ok", "done"]
     assert turns[1]["result"]["verdict"] == "ok" and turns[1]["solution"].strip() == relu_source.strip()
-    assert turns[0]["prompt"].startswith("Task: bundled/L1/1_ReLU") and turns[1]["action"].startswith("Here is")
+    assert turns[0]["prompt"].startswith("Task: bundled/L1/1_ReLU")
+    assert turns[1]["action"].startswith("Here is")
     assert episode["terminated"] and not episode["truncated"]
     assert episode["total_reward"] == pytest.approx(sum(t["reward"] for t in turns))
 
@@ -75,9 +79,11 @@ def test_cheats_and_broken_code_are_failed_turns(pool):
     cheat = next(c for c in cheats("cpp") if c.cheat == "pytorch_passthrough")
     _, reward, terminated, _, info = env.step(fenced(cheat.source))
     assert info["verdict"] == "hack" and reward == -1.0 and not terminated and "best" not in info
-    broken = "from kernelgym.kernels import load_cpp\nlib = load_cpp('extern \"C\" void f( {')\nclass ModelNew: pass\n"
+    broken = ("from kernelgym.kernels import load_cpp\nlib = load_cpp('extern \"C\" void f( {')\n"
+              "class ModelNew: pass\n")
     obs, reward, _, _, info = env.step(fenced(broken))
-    assert info["verdict"] == "compile_error" and reward == -1.0 and obs["feedback"].startswith("Verdict: compile_error")
+    assert info["verdict"] == "compile_error" and reward == -1.0
+    assert obs["feedback"].startswith("Verdict: compile_error")
     obs, reward, _, _, info = env.step("```python\ndef (:\n```")  # a syntax error is judged, not ignored
     assert info["verdict"] == "compile_error" and "syntax" in obs["feedback"].lower()
     assert obs["last_speedup"][0] == 0 and obs["best_speedup"][0] == 0
@@ -138,6 +144,7 @@ def test_failed_steps_are_deterministic(kernelbench_root):
     for _ in range(2):
         env.reset(seed=3)
         obs, reward, terminated, truncated, info = env.step("no code at all")
+        info.pop("episode_id")  # the one key that differs on purpose between episodes
         outcomes.append((obs, reward, terminated, truncated, info))
     assert data_equivalence(outcomes[0], outcomes[1], exact=True)
 
@@ -157,7 +164,8 @@ def test_task_selection(kernelbench_root):
     assert [t.name for t in env.unwrapped.tasks] == ["Relu_Variant3"]
     env = gym.make("KernelBench-L1-v0", kernelbench_root=root, task_filter=lambda t: t.problem_id % 2 == 0)
     assert [t.problem_id for t in env.unwrapped.tasks] == [2, 4]
-    assert env.reset(options={"task_id": "L1/4_Relu_Variant4"})[1]["task_id"] == "kernelbench/L1/4_Relu_Variant4"
+    picked = env.reset(options={"task_id": "L1/4_Relu_Variant4"})[1]["task_id"]
+    assert picked == "kernelbench/L1/4_Relu_Variant4"
     with pytest.raises(TaskNotFoundError):
         env.reset(options={"task_id": "L1/1_Relu_Variant1"})  # filtered out
     with pytest.raises(ConfigError, match="no task matches"):
