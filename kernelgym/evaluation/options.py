@@ -24,7 +24,7 @@ class EvalOptions:
     warmup: int = 1  # untimed batches per side before timing
     # baselines on a GPU: less the calibrated cost of the in-region synchronize
     subtract_sync_cost: bool = True
-    max_cpu_time_ratio: float = 1.5  # CPU: the candidate tree's CPU time over wall time, per allowed thread
+    max_cpu_time_ratio: float = 1.25  # CPU: the candidate tree's CPU time over wall time, per allowed thread
     profile: bool = True  # coverage and torch-compute check (CPU: cheap; GPU: torch.profiler)
     ncu: bool = False  # GPU: Nsight Compute counters per kernel after an ok verdict (costs seconds; opt-in)
     ncu_timeout_s: float = 60.0

@@ -145,9 +145,11 @@ def _correct_at(result: EvalResult, speedup: float) -> EvalResult:
 
 
 def assert_no_credit(cheat: Cheat, result: EvalResult) -> None:
-    if result.verdict is Verdict.OK:  # defused: only the honest, slower part of the cheat is left
-        limit = min(cheat.max_speedup or DEFUSED_MAX_SPEEDUP, DEFUSED_MAX_SPEEDUP)
-        assert result.verified_speedup is None, "HOLE: " + _describe(cheat, result)
+    if result.verdict is Verdict.OK:  # defused: only the honest part of the cheat is left
+        # Max-speedup, where a file gives it, is what its honest kernel alone reaches; else no speedup at all.
+        limit = cheat.max_speedup or DEFUSED_MAX_SPEEDUP
+        if cheat.max_speedup is None:
+            assert result.verified_speedup is None, "HOLE: " + _describe(cheat, result)
         assert result.speedup is not None and result.speedup < limit, "HOLE: " + _describe(cheat, result)
         for name in rewards.names():
             reward = rewards.get_reward(name)
