@@ -324,8 +324,8 @@ class EpisodeRunner:
 
 
 def _report(config: BenchConfig, plan: BenchPlan, out: Path, runner: EpisodeRunner, command: str | None,
-            progress: bool, console, warnings: Sequence[str] = ()) -> tuple[list[dict[str, Any]], dict[str, Any],
-                                                                            dict[str, Any]]:
+            progress: bool, console,
+            warnings: Sequence[str] = ()) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
     """Summarize every finished episode in `out` (this call's and earlier ones'), write the report files."""
     from kernelgym.agents.report import print_table, summarize, write_report
 
@@ -399,8 +399,14 @@ class BenchProgress:
         self.correct = self.failed = self.ran = 0
         self._bar = None
         if show:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-            from rich.progress import TimeRemainingColumn
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
 
             self._bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                                  TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),

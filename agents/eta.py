@@ -34,7 +34,9 @@ def eta_warning(policy: Any, replies: int) -> str | None:
         return None
     hours = per_reply * replies / 3600
     name = getattr(policy, "name", type(policy).__name__)
-    return (f"{name} generates on the CPU: about {per_reply:.0f} s a reply (SmolLM2-135M measured 56 s a reply "
-            f"on 2 cores), so up to {replies} replies take up to about {hours:.1f} h. For a quick look pass "
-            "--tasks with a few tasks and --turns 1; for a full run serve the model on a GPU "
-            "(--policy openai:MODEL@URL).")
+    return (
+        f"{name} generates on the CPU: about {per_reply:.0f} s a reply (SmolLM2-135M measured 56 s a reply "
+        f"on 2 cores), so up to {replies} replies take up to about {hours:.1f} h. For a quick look pass "
+        "--tasks with a few tasks and --turns 1; for a full run serve the model on a GPU "
+        "(--policy openai:MODEL@URL)."
+    )

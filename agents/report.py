@@ -140,7 +140,8 @@ def per_task_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
                   if isinstance((t.get("meta") or {}).get("completion_tokens"), int | float)]
         # A turn's wall time is the reply's generation plus its evaluation.
         generation = [max(0.0, float(t.get("wall_s", 0.0)) - float(t.get("eval_s", 0.0))) for t in turns]
-        rows.append({"task_id": r["task_id"], "sample": int(r.get("sample", 0)), "best_verdict": _best_verdict(turns),
+        rows.append({"task_id": r["task_id"], "sample": int(r.get("sample", 0)),
+                     "best_verdict": _best_verdict(turns),
                      "speedup": _speedup(r) if r.get("correct") else None,
                      "verified": r.get("verified_speedup") is not None, "turns": len(turns),
                      "tokens_per_reply": _mean(tokens), "generation_s_per_reply": _mean(generation),
@@ -148,7 +149,7 @@ def per_task_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-# rendering ---------------------------------------------------------------------------------------------------
+# rendering --------------------------------------------------------------------------------------------------
 
 def _pct(x: float) -> str:
     return f"{100 * x:.1f}%"
@@ -189,8 +190,9 @@ def render_markdown(summary: dict[str, Any], *, title: str = "kernelgym bench",
             out += ["Command:", "", "```bash", meta["command"], "```", ""]
         if meta.get("env_ids"):
             out += [f"Registered environment id(s): {', '.join(f'`{i}`' for i in meta['env_ids'])}", ""]
-        out += [f"- {k}: `{v}`" for k, v in meta.items() if k not in ("command", "env_ids", "warnings")] + [""]
-        out += [f"> **Warning:** {w}" for w in meta.get("warnings", [])] + ([""] if meta.get("warnings") else [])
+        out += [f"- {k}: `{v}`" for k, v in meta.items() if k not in ("command", "env_ids", "warnings")]
+        out += [""] + [f"> **Warning:** {w}" for w in meta.get("warnings", [])]
+        out += [""] if meta.get("warnings") else []
     out += ["## Summary", "", _md_table(HEADER, table_rows(summary)), ""]
     out += [("fast_p: share of all (task, sample) pairs whose best turn is correct with a measured speedup "
              "above p (KernelBench's definition; missing or failed episodes count as not fast). `fast_1 "
@@ -219,9 +221,9 @@ def render_markdown(summary: dict[str, Any], *, title: str = "kernelgym bench",
         out += [f"Missing episodes ({len(summary['missing'])}, counted as not fast): {shown}", ""]
     if summary.get("per_task"):
         out += ["## Per task", "", _md_table(TASK_HEADER, [_task_row(r) for r in summary["per_task"]]), "",
-                ("Best verdict: how far the episode's furthest turn got (ok, then incorrect, runtime_error, ...). "
-                 "Tokens: completion tokens per reply, where the policy reports them. Generation: seconds per "
-                 "reply spent in the policy; eval: seconds per turn spent judging."), ""]
+                ("Best verdict: how far the episode's furthest turn got (ok, then incorrect, runtime_error, "
+                 "...). Tokens: completion tokens per reply, where the policy reports them. Generation: "
+                 "seconds per reply spent in the policy; eval: seconds per turn spent judging."), ""]
     if plot:
         out += ["## Speedup distribution", "", f"![speedups]({plot})", ""]
     if notes:
@@ -239,7 +241,8 @@ def _num(x: float | None, fmt: str) -> str:
 
 def _task_row(r: dict[str, Any]) -> list[str]:
     speed = f"{r['speedup']:.2f}x" + (" verified" if r["verified"] else "") if r["speedup"] else "-"
-    return [r["task_id"], str(r["sample"]), r["best_verdict"], speed, str(r["turns"]), _num(r["tokens_per_reply"], ".0f"),
+    return [r["task_id"], str(r["sample"]), r["best_verdict"], speed, str(r["turns"]),
+            _num(r["tokens_per_reply"], ".0f"),
             _num(r["generation_s_per_reply"], ".1f"), _num(r["eval_s_per_turn"], ".1f")]
 
 

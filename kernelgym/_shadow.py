@@ -19,9 +19,11 @@ def shadowing_folder() -> str | None:
 
 
 def shadow_message(folder: str) -> str:
-    return (f"`import kernelgym` found the folder {folder} instead of the installed kernelgym package (a folder "
-            "named kernelgym in the working directory hides it), so no environment was registered and "
-            "gym.make would say the id does not exist. Run Python from another directory, or rename that folder.")
+    return (
+        f"`import kernelgym` found the folder {folder} instead of the installed kernelgym package (a folder "
+        "named kernelgym in the working directory hides it), so no environment was registered and "
+        "gym.make would say the id does not exist. Run Python from another directory, or rename that folder."
+    )
 
 
 def check_not_shadowed() -> None:

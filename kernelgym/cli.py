@@ -124,7 +124,7 @@ def eval_command(
     ncu: bool = typer.Option(False, "--ncu",
                              help="GPU: Nsight Compute counters per kernel (after an ok verdict)"),
     workers: int = typer.Option(1, "--workers", help="folder mode: evaluations in parallel"),
-    out: Path | None = typer.Option(None, "--out", help="folder mode: also write the JSON lines to this file"),
+    out: Path | None = typer.Option(None, "--out", help="folder mode: also write the JSON lines here"),
     exit_zero: bool = typer.Option(False, "--exit-zero", help="exit 0 even when a solution is not ok"),
     kernelbench_root: str | None = RootOpt,
     as_json: bool = JsonOpt,
@@ -147,8 +147,10 @@ def eval_command(
 
         not_dirs = [str(p) for p in paths if not p.is_dir()]
         if not_dirs:
-            _fail(f"{not_dirs[0]} is not a folder: judge files with --task TASK, folders of generations without")
-        config = FolderEvalConfig(suite=suite, level=level, kernelbench_root=kernelbench_root, backend=backend,
+            _fail(f"{not_dirs[0]} is not a folder: judge files with --task TASK, folders of generations "
+                  "without it")
+        config = FolderEvalConfig(suite=suite, level=level, kernelbench_root=kernelbench_root,
+                                  backend=backend,
                                   size=size, timeout_s=timeout, workers=workers)
         judged = [_eval_folder(p, config, out, as_json) for p in paths]  # every folder, even after a failure
         all_ok = all(judged)
@@ -217,7 +219,8 @@ def _eval_folder(folder: Path, config, out: Path | None, as_json: bool) -> bool:
         if sink is not None:
             sink.close()
     if as_json:
-        typer.echo(json.dumps({"summary": outcome.summary, "folder": str(folder), "missing": outcome.missing}))
+        summary = {"summary": outcome.summary, "folder": str(folder), "missing": outcome.missing}
+        typer.echo(json.dumps(summary))
     _print_folder_summary(folder, outcome, Console(stderr=True) if as_json else console)
     return all(r["verdict"] == "ok" for r in outcome.rows)
 
@@ -226,7 +229,8 @@ def _print_folder_summary(folder: Path, outcome, where: Console) -> None:
     s = outcome.summary
     gm = s["geomean_speedup"]
     table = Table("", "", title=f"kernelgym eval {folder}", show_header=False)
-    table.add_row("solutions judged", f"{s['solutions'] - s['verdicts'].get('not_judged', 0)} of {s['solutions']}")
+    judged = s["solutions"] - s["verdicts"].get("not_judged", 0)
+    table.add_row("solutions judged", f"{judged} of {s['solutions']}")
     table.add_row("missing tasks", f"{s['missing_tasks']} (counted as not correct)")
     table.add_row("verdicts", ", ".join(f"{k} {n}" for k, n in s["verdicts"].items()))
     table.add_row("correct", f"{s['correct']}/{s['expected']}")
@@ -327,9 +331,9 @@ def examples_command(
 @app.command("view")
 def view_command(
     run_dir: Path = typer.Argument(..., help="a bench run folder (the --out of kernelgym bench)"),
-    out: Path | None = typer.Option(None, "--out", help="where to write the page (default RUN_DIR/view.html)"),
+    out: Path | None = typer.Option(None, "--out", help="the page's path (default RUN_DIR/view.html)"),
 ) -> None:
-    """Write one static HTML page for a bench run: best kernels, diffs, feedback, speedups, verdicts, plots."""
+    """One static HTML page for a bench run: best kernels, diffs, feedback, speedups, verdicts, plots."""
     from kernelgym.agents.viewer import write_view
 
     try:

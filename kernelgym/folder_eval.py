@@ -20,8 +20,18 @@ from kernelgym.errors import KernelGymError
 from kernelgym.tasks.generations import Generation, find_generations, missing_tasks
 
 FAST_P = (0.0, 1.0, 1.5, 2.0)
-ROW_FIELDS = ("verdict", "correct", "speedup", "verified_speedup", "runtime_ms", "ref_runtime_ms", "reasons",
-              "size", "backend", "wall_s")
+ROW_FIELDS = (
+    "verdict",
+    "correct",
+    "speedup",
+    "verified_speedup",
+    "runtime_ms",
+    "ref_runtime_ms",
+    "reasons",
+    "size",
+    "backend",
+    "wall_s",
+)
 
 
 @dataclass
@@ -43,8 +53,14 @@ class FolderEvalOutcome:
 
 
 def _row(gen: Generation, **values: Any) -> dict[str, Any]:
-    return {"solution": str(gen.path), "task_id": gen.task.id if gen.task else None, "level": gen.level,
-            "problem_id": gen.problem_id, "sample": gen.sample, **values}
+    return {
+        "solution": str(gen.path),
+        "task_id": gen.task.id if gen.task else None,
+        "level": gen.level,
+        "problem_id": gen.problem_id,
+        "sample": gen.sample,
+        **values,
+    }
 
 
 def _result_row(gen: Generation, result) -> dict[str, Any]:
@@ -63,9 +79,12 @@ def _chosen_size(config: FolderEvalConfig) -> str:
     return "gpu" if get(config.backend).device == "cuda" and has_gpu() else "cpu"
 
 
-def judge_folder(folder: str | Path, config: FolderEvalConfig,
-                 on_row: Callable[[dict[str, Any]], None] | None = None,
-                 on_start: Callable[[int], None] | None = None) -> FolderEvalOutcome:
+def judge_folder(
+    folder: str | Path,
+    config: FolderEvalConfig,
+    on_row: Callable[[dict[str, Any]], None] | None = None,
+    on_start: Callable[[int], None] | None = None,
+) -> FolderEvalOutcome:
     """Judge every generation under `folder`; `on_row` sees each row as it is finished."""
     from kernelgym.tasks import load_suite
     from kernelgym.tasks.cpu_size import with_cpu_size
@@ -91,14 +110,20 @@ def judge_folder(folder: str | Path, config: FolderEvalConfig,
             finish(_row(gen, verdict=None, correct=False, error=gen.problem))
             continue
         try:
-            runnable.append((gen, with_cpu_size(gen.task) if size == "cpu" else gen.task, gen.path.read_bytes()))
+            runnable.append(
+                (gen, with_cpu_size(gen.task) if size == "cpu" else gen.task, gen.path.read_bytes())
+            )
         except (KernelGymError, OSError) as exc:
             finish(_row(gen, verdict=None, correct=False, error=str(exc)))
     if runnable:  # a pool starts worker processes: only when there is something to judge
         with EvalPool(workers=config.workers) as pool:
             pending: list[tuple[Generation, Future]] = [
-                (gen, pool.submit(task, source, backend=config.backend, size=size, timeout_s=config.timeout_s))
-                for gen, task, source in runnable]
+                (
+                    gen,
+                    pool.submit(task, source, backend=config.backend, size=size, timeout_s=config.timeout_s),
+                )
+                for gen, task, source in runnable
+            ]
             for gen, future in pending:
                 finish(_result_row(gen, future.result()))
     missing = [t.id for t in missing_tasks(generations, tasks, config.level)]
@@ -115,7 +140,9 @@ def summarize_rows(rows: list[dict[str, Any]], missing: list[str]) -> dict[str, 
     verdicts = Counter(r["verdict"] or "not_judged" for r in rows)
     speeds = [r["speedup"] for r in rows if r.get("correct") and _finite(r.get("speedup"))]
     return {
-        "solutions": len(rows), "missing_tasks": len(missing), "expected": expected,
+        "solutions": len(rows),
+        "missing_tasks": len(missing),
+        "expected": expected,
         "verdicts": dict(verdicts.most_common()),
         "ok": verdicts.get("ok", 0),
         "correct": sum(bool(r.get("correct")) for r in rows),

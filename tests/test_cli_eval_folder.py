@@ -14,7 +14,7 @@ from kernelgym.folder_eval import summarize_rows
 from kernelgym.tasks import from_path
 from kernelgym.tasks.generations import find_generations, missing_tasks
 
-PROBLEM = '''
+PROBLEM = """
 import torch
 import torch.nn as nn
 
@@ -34,10 +34,11 @@ def get_inputs():
 
 def get_init_inputs():
     return []
-'''
+"""
 
 RELU = (Path(kernelgym.__file__).parent / "solutions" / "cpp" / "level1" / "1_ReLU.py").read_text()
-PASSTHROUGH = "import torch\nimport torch.nn as nn\n\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        return torch.relu(x)\n"
+PASSTHROUGH = ("import torch\nimport torch.nn as nn\n\nclass ModelNew(nn.Module):\n"
+               "    def forward(self, x):\n        return torch.relu(x)\n")
 
 
 @pytest.fixture
@@ -53,13 +54,23 @@ def test_both_layouts_are_matched_to_their_tasks(suite, tmp_path):
     tasks = list(from_path(suite))
     run = tmp_path / "run"
     (run / "level1").mkdir(parents=True)
-    for name in ("level_1_problem_1_sample_0_kernel.py", "level_1_problem_1_sample_3_kernel.py",
-                 "level_1_problem_7_sample_0_kernel.py", "level_1_problem_1_sample_0_prompt.py", "notes.py"):
+    for name in (
+        "level_1_problem_1_sample_0_kernel.py",
+        "level_1_problem_1_sample_3_kernel.py",
+        "level_1_problem_7_sample_0_kernel.py",
+        "level_1_problem_1_sample_0_prompt.py",
+        "notes.py",
+    ):
         (run / name).write_text("x = 1\n")
     (run / "level1" / "2_Tanh.py").write_text("x = 1\n")
     found = {g.path.name: g for g in find_generations(run, tasks)}
-    assert set(found) == {"level_1_problem_1_sample_0_kernel.py", "level_1_problem_1_sample_3_kernel.py",
-                          "level_1_problem_7_sample_0_kernel.py", "notes.py", "2_Tanh.py"}
+    assert set(found) == {
+        "level_1_problem_1_sample_0_kernel.py",
+        "level_1_problem_1_sample_3_kernel.py",
+        "level_1_problem_7_sample_0_kernel.py",
+        "notes.py",
+        "2_Tanh.py",
+    }
     assert found["level_1_problem_1_sample_3_kernel.py"].task.id == "user/L1/1_Relu"
     assert found["level_1_problem_1_sample_3_kernel.py"].sample == 3
     assert found["2_Tanh.py"].task.id == "user/L1/2_Tanh" and found["2_Tanh.py"].sample == 0
@@ -71,9 +82,12 @@ def test_both_layouts_are_matched_to_their_tasks(suite, tmp_path):
 
 
 def test_summary_counts_missing_tasks_as_not_correct():
-    rows = [{"verdict": "ok", "correct": True, "speedup": 2.5, "verified_speedup": 2.5},
-            {"verdict": "ok", "correct": True, "speedup": 0.5, "verified_speedup": None},
-            {"verdict": "hack", "correct": False, "speedup": None}, {"verdict": None, "correct": False}]
+    rows = [
+        {"verdict": "ok", "correct": True, "speedup": 2.5, "verified_speedup": 2.5},
+        {"verdict": "ok", "correct": True, "speedup": 0.5, "verified_speedup": None},
+        {"verdict": "hack", "correct": False, "speedup": None},
+        {"verdict": None, "correct": False},
+    ]
     s = summarize_rows(rows, missing=["user/L1/9_X"])
     assert s["expected"] == 5 and s["correct"] == 2 and s["verdicts"] == {"ok": 2, "hack": 1, "not_judged": 1}
     assert s["fast_p"] == {"0": 0.4, "1": 0.2, "1.5": 0.2, "2": 0.2} and s["fast_1_verified"] == 0.2
@@ -88,8 +102,9 @@ def test_eval_a_folder_of_generations(suite, tmp_path):
     (run / "level_1_problem_1_sample_1_kernel.py").write_text(PASSTHROUGH)  # no kernel of its own
     (run / "level_1_problem_5_sample_0_kernel.py").write_text(RELU)  # no such problem
     out = tmp_path / "results.jsonl"
-    result = CliRunner().invoke(app, ["eval", "--suite", str(suite), "--level", "1", "--json", "--out", str(out),
-                                      str(run)])
+    result = CliRunner().invoke(
+        app, ["eval", "--suite", str(suite), "--level", "1", "--json", "--out", str(out), str(run)]
+    )
     assert result.exit_code == 1, result.output  # not every solution is ok
     lines = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
     rows, [summary] = lines[:-1], lines[-1:]

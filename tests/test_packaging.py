@@ -53,4 +53,5 @@ def test_every_data_folder_is_listed_so_setuptools_does_not_warn():
             for path in folder.glob(pattern):
                 rel = path.parent.relative_to(folder)
                 shipped.add(".".join([package, *rel.parts]))
-    assert shipped and not shipped - declared, f"add to [tool.setuptools] packages: {sorted(shipped - declared)}"
+    missing = sorted(shipped - declared)
+    assert shipped and not missing, f"add to [tool.setuptools] packages: {missing}"

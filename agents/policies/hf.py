@@ -19,8 +19,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kernelgym.agents.policy import (SYSTEM_PROMPT, BasePolicy, PolicyInfo, PolicyObservation, Reply,
-                                     to_messages)
+from kernelgym.agents.policy import (
+    SYSTEM_PROMPT,
+    BasePolicy,
+    PolicyInfo,
+    PolicyObservation,
+    Reply,
+    to_messages,
+)
 from kernelgym.errors import ConfigError, did_you_mean
 
 

@@ -17,8 +17,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from kernelgym.agents.policy import (SYSTEM_PROMPT, BasePolicy, PolicyInfo, PolicyObservation, Reply,
-                                     to_messages)
+from kernelgym.agents.policy import (
+    SYSTEM_PROMPT,
+    BasePolicy,
+    PolicyInfo,
+    PolicyObservation,
+    Reply,
+    to_messages,
+)
 from kernelgym.errors import KernelGymError
 
 RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})

@@ -28,7 +28,7 @@ def _dotted(node: ast.AST) -> str:
 
 
 def _used_markers(tree: ast.Module) -> set[str]:
-    """Last names of every called function and decorator; `load_inline(cuda_sources=...)` counts as load_cuda."""
+    """Last names of every called function and decorator (`load_inline(cuda_sources=...)` is load_cuda)."""
     used: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
@@ -68,5 +68,7 @@ def wrong_backend(source: str, backend: str) -> str | None:
         return None
     found = "; ".join(f"{', '.join(m)} (the {n} backend)" for n, m in sorted(others.items()))
     expected = ", ".join(sorted(target))
-    return (f"wrong_backend: this solution builds its kernels with {found}, but it is judged on the {backend} "
-            f"backend, whose kernels come from {expected}; rewrite it for {backend}")
+    return (
+        f"wrong_backend: this solution builds its kernels with {found}, but it is judged on the {backend} "
+        f"backend, whose kernels come from {expected}; rewrite it for {backend}"
+    )

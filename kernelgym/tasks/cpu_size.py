@@ -1,14 +1,14 @@
 """A `cpu` size for tasks that ship only their GPU size (real KernelBench problems).
 
-The module-level integer constants that set tensor sizes (batch_size, dim, in_features, height, `N = 2048 * 2`,
-...) are halved together `level` times, from the smallest sizes (every such constant at 8) upwards; the first
-level whose reference forward pass takes `target_ms` (10 ms) or more is kept, unless it overshoots 20-fold,
-then the level below it. A level that raises (a width below a kernel's) is skipped; one whose inputs and
-parameters pass 1 GiB ends the search. Timing is on one thread, as the judge times by default
-(`EvalOptions.threads`): two threads on a busy two-core machine add tens of ms of waiting to every call.
-Constants that set structure (kernel_size, stride, groups, heads, layer counts, ...) and small ones (< 16) are
-kept. The chosen size then goes through the degenerate-task screen. Results are cached per task content hash,
-so a task is measured once per machine.
+The module-level integer constants that set tensor sizes (batch_size, dim, in_features, height, ...;
+`N = 2048 * 2` too) are halved together `level` times, from the smallest sizes (each such constant at 8)
+upwards; the first level whose reference forward pass takes `target_ms` (10 ms) or more is kept, unless it
+overshoots 20-fold, then the level below it. A level that raises (a width below a kernel's) is skipped; one
+whose inputs and parameters pass 1 GiB ends the search. Timing is on one thread, as the judge times by
+default (`EvalOptions.threads`): two threads on a busy two-core machine add tens of ms of waiting to every
+call. Constants that set structure (kernel_size, stride, groups, heads, layer counts, ...) and small ones (<
+16) are kept. The chosen size then goes through the degenerate-task screen. Results are cached per task
+content hash, so a task is measured once per machine.
 """
 
 from __future__ import annotations
@@ -27,9 +27,27 @@ from kernelgym.errors import TaskFormatError
 from kernelgym.tasks.task import Task, substitute_constants
 
 VERSION = 3  # bump when the search changes: cached sizes of an older search are measured again
-# Words of a constant's name that mark structure, not size (`kernel_size`, `num_heads`, `pool_stride`, `top_k`).
-STRUCTURAL = {"kernel", "stride", "padding", "pad", "dilation", "groups", "group", "heads", "head", "pool", "patch",
-              "window", "clusters", "expansion", "ratio", "state", "top", "multiplier"}
+# Words of a constant's name that mark structure, not size (`kernel_size`, `num_heads`, `top_k`).
+STRUCTURAL = {
+    "kernel",
+    "stride",
+    "padding",
+    "pad",
+    "dilation",
+    "groups",
+    "group",
+    "heads",
+    "head",
+    "pool",
+    "patch",
+    "window",
+    "clusters",
+    "expansion",
+    "ratio",
+    "state",
+    "top",
+    "multiplier",
+}
 COUNTS = {"layers", "layer", "blocks"}  # `num_layers` is structure; `layer_sizes` is a size
 SMALLEST_SCALED = 16  # constants below this are structure (channels of an image, a dim index): kept
 FLOOR = 8  # a scaled constant never goes below this
@@ -68,8 +86,12 @@ def size_constants(source: str) -> dict[str, Any]:
 def _is_size(value: Any) -> bool:
     if _is_int(value):
         return value >= SMALLEST_SCALED
-    return (isinstance(value, list | tuple) and bool(value) and all(_is_int(v) for v in value)
-            and max(value) >= SMALLEST_SCALED)
+    return (
+        isinstance(value, list | tuple)
+        and bool(value)
+        and all(_is_int(v) for v in value)
+        and max(value) >= SMALLEST_SCALED
+    )
 
 
 def _assigned(node: ast.Assign) -> list[tuple[str, ast.expr]]:
@@ -77,22 +99,35 @@ def _assigned(node: ast.Assign) -> list[tuple[str, ast.expr]]:
     if all(isinstance(t, ast.Name) for t in node.targets):
         return [(t.id, node.value) for t in node.targets]
     target = node.targets[0]
-    if (len(node.targets) == 1 and isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple)
-            and len(target.elts) == len(node.value.elts)):
+    if (
+        len(node.targets) == 1
+        and isinstance(target, ast.Tuple)
+        and isinstance(node.value, ast.Tuple)
+        and len(target.elts) == len(node.value.elts)
+    ):
         return [(t.id, v) for t, v in zip(target.elts, node.value.elts) if isinstance(t, ast.Name)]
     return []
 
 
-_ARITHMETIC = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
-               ast.FloorDiv: lambda a, b: a // b, ast.Pow: lambda a, b: a**b}
+_ARITHMETIC = {
+    ast.Add: lambda a, b: a + b,
+    ast.Sub: lambda a, b: a - b,
+    ast.Mult: lambda a, b: a * b,
+    ast.FloorDiv: lambda a, b: a // b,
+    ast.Pow: lambda a, b: a**b,
+}
 
 
 def _constant_value(node: ast.AST) -> Any:
-    """A literal, or integer arithmetic on literals (`N = 2048 * 2`, `K = 131072 * 4`); None for anything else."""
+    """A literal, or integer arithmetic on literals (`N = 2048 * 2`); None for anything else."""
     if isinstance(node, ast.BinOp) and type(node.op) in _ARITHMETIC:
         left, right = _constant_value(node.left), _constant_value(node.right)
         if _is_int(left) and _is_int(right) and not (isinstance(node.op, ast.Pow) and right > 64):
-            return _ARITHMETIC[type(node.op)](left, right) if right or not isinstance(node.op, ast.FloorDiv) else None
+            return (
+                _ARITHMETIC[type(node.op)](left, right)
+                if right or not isinstance(node.op, ast.FloorDiv)
+                else None
+            )
         return None
     try:
         return ast.literal_eval(node)
@@ -102,7 +137,9 @@ def _constant_value(node: ast.AST) -> Any:
 
 def _structural(name: str) -> bool:
     words = set(name.lower().split("_"))
-    return bool(words & STRUCTURAL) or (bool(words & COUNTS) and not words & {"size", "sizes", "dim", "features"})
+    return bool(words & STRUCTURAL) or (
+        bool(words & COUNTS) and not words & {"size", "sizes", "dim", "features"}
+    )
 
 
 def _is_int(value: Any) -> bool:
@@ -166,7 +203,7 @@ def _measure(source: str, threads: int) -> float:
 
 
 def derive_cpu_size(task: Task, *, target_ms: float = 10.0, threads: int = 1) -> CpuSize:
-    """Search the halving levels for the smallest one whose reference takes `target_ms` (see the module doc)."""
+    """Search the halving levels for the smallest one whose reference takes `target_ms` (module doc)."""
     from kernelgym.tasks.screen import screen_task
 
     result = CpuSize(task.id)
@@ -240,9 +277,14 @@ def with_cpu_size(task: Task) -> Task:
         return task
     found = cpu_size(task)
     if found.error:
-        raise SizeUnavailableError(f"{task.id} cannot be scaled to a cpu size: {found.error}. Use size='gpu' "
-                                   "(on a GPU), or add a KERNELGYM = {'sizes': {'cpu': {...}}} literal to the file")
+        raise SizeUnavailableError(
+            f"{task.id} cannot be scaled to a cpu size: {found.error}. Use size='gpu' "
+            "(on a GPU), or add a KERNELGYM = {'sizes': {'cpu': {...}}} literal to the file"
+        )
     if found.screen_flags:
-        warnings.warn(f"{task.id} at its derived cpu size {found.constants}: the degenerate-task screen flags "
-                      f"{'; '.join(found.screen_flags)}", stacklevel=2)
+        warnings.warn(
+            f"{task.id} at its derived cpu size {found.constants}: the degenerate-task screen flags "
+            f"{'; '.join(found.screen_flags)}",
+            stacklevel=2,
+        )
     return dataclasses.replace(task, sizes={**task.sizes, "cpu": dict(found.constants)})

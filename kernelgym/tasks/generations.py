@@ -2,7 +2,8 @@
 
 Two layouts are read (both may be mixed in one folder, searched recursively):
 - KernelBench's run folder: `level_1_problem_19_sample_0_kernel.py` (problem = the task file's number);
-- one folder per level named like the task files: `level1/19_ReLU.py` (sample 0), or `level1/19_ReLU_sample_2.py`.
+- one folder per level named like the task files: `level1/19_ReLU.py` (sample 0), or
+  `level1/19_ReLU_sample_2.py`.
 Other `.py` files are listed as unmatched, so nothing in the folder is silently skipped.
 """
 
@@ -57,8 +58,10 @@ def find_generations(folder: str | Path, tasks: list[Task], level: int | None = 
             continue
         item = Generation(path, lv, pid, sample)
         if lv is None:
-            item.problem = ("not a KernelBench generation name (level_<L>_problem_<P>_sample_<S>_kernel.py, "
-                            "or level<L>/<P>_<name>.py)")
+            item.problem = (
+                "not a KernelBench generation name (level_<L>_problem_<P>_sample_<S>_kernel.py, "
+                "or level<L>/<P>_<name>.py)"
+            )
         elif (lv, pid) not in by_key:
             item.problem = f"no task of level {lv} with problem number {pid} in the suite"
         else:

@@ -125,7 +125,8 @@ def _literal(value: Any) -> ast.expr:
     return ast.parse(repr(value), mode="eval").body
 
 
-def _substitute(node: ast.Assign | ast.AnnAssign, targets: list[ast.expr], overrides: dict[str, Any]) -> set[str]:
+def _substitute(node: ast.Assign | ast.AnnAssign, targets: list[ast.expr],
+                overrides: dict[str, Any]) -> set[str]:
     """Overrides for `a = v`, `a = b = v` (one value for all) and `a, b = v1, v2`; the names it replaced."""
     names = [t.id for t in targets if isinstance(t, ast.Name)]
     if names and len(names) == len(targets) and any(n in overrides for n in names):
@@ -133,7 +134,8 @@ def _substitute(node: ast.Assign | ast.AnnAssign, targets: list[ast.expr], overr
         if len(values) == 1 and all(n in overrides for n in names):
             node.value = _literal(overrides[names[0]])
             return set(names)
-        raise TaskFormatError(f"size preset sets {names} to different values, but the file assigns them together")
+        raise TaskFormatError(f"size preset sets {names} to different values, but the file assigns them "
+                              "together")
     if (len(targets) == 1 and isinstance(targets[0], ast.Tuple) and isinstance(node.value, ast.Tuple)
             and len(targets[0].elts) == len(node.value.elts)):
         replaced = set()

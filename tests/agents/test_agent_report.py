@@ -117,7 +117,8 @@ def test_per_task_table_env_ids_command_and_warnings_in_the_report(tmp_path):
     failed = _rec("s/L1/b", 1, "act", False, verdicts=("no_code", "hack", "incorrect"))
     s = summarize([record, failed], TASKS[:2])
     a, b = s["per_task"]
-    assert (a["task_id"], a["best_verdict"], a["speedup"], a["verified"], a["turns"]) == ("s/L1/a", "ok", 2.5, True, 2)
+    assert (a["task_id"], a["best_verdict"], a["speedup"]) == ("s/L1/a", "ok", 2.5)
+    assert (a["verified"], a["turns"]) == (True, 2)
     assert a["tokens_per_reply"] == 400 and a["generation_s_per_reply"] == pytest.approx(8.0)
     assert a["eval_s_per_turn"] == pytest.approx(2.5)
     assert (b["best_verdict"], b["speedup"], b["tokens_per_reply"]) == ("incorrect", None, None)
@@ -132,6 +133,7 @@ def test_per_task_table_env_ids_command_and_warnings_in_the_report(tmp_path):
 
 def test_eta_warning_for_a_model_generating_on_the_cpu():
     import torch
+
     from kernelgym.agents.eta import cpu_seconds_per_reply, eta_warning
     from kernelgym.agents.policies.hf import SamplingConfig
 

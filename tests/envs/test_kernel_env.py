@@ -241,8 +241,10 @@ def test_a_solution_for_another_backend_is_a_contract_error(pool, kernelbench_ro
     assert info["verdict"] == "compile_error" and reward == -1.0
     reason = info["result"]["reasons"][0]
     assert reason.startswith("wrong_backend:") and "load_cpp (the cpp backend)" in reason and "cuda" in reason
-    triton = "import triton\n@triton.jit\ndef k(x):\n    pass\nclass ModelNew:\n    def forward(self, x):\n        k(x)\n"
+    triton = ("import triton\n@triton.jit\ndef k(x):\n    pass\nclass ModelNew:\n"
+              "    def forward(self, x):\n        k(x)\n")
     env = gym.make("KernelBench-L1-v0", kernelbench_root=str(kernelbench_root), backend="cpp", pool=pool)
     env.reset(seed=0)
     _, _, _, _, info = env.step(fenced(triton))
-    assert info["result"]["reasons"][0].startswith("wrong_backend:") and "the triton backend" in info["result"]["reasons"][0]
+    reason = info["result"]["reasons"][0]
+    assert reason.startswith("wrong_backend:") and "the triton backend" in reason

@@ -11,8 +11,8 @@ import kernelgym  # noqa: F401  (registers the ids)
 from kernelgym.tasks import task_from_source
 from kernelgym.tasks.cpu_size import SizeUnavailableError, cpu_size, size_constants, with_cpu_size
 
-# KernelBench's L2 86_Matmul_Divide_GELU at its real size: one float32 weight is 256 MiB, one forward ~1 TFLOP.
-MATMUL = '''
+# KernelBench's L2 86_Matmul_Divide_GELU at its real size: a float32 weight of 256 MiB, ~1 TFLOP a forward.
+MATMUL = """
 import torch
 import torch.nn as nn
 
@@ -40,10 +40,10 @@ def get_inputs():
 
 def get_init_inputs():
     return [input_size, output_size, divisor]
-'''
+"""
 
 # No size constant to scale: the size is written into get_inputs.
-UNSCALABLE = '''
+UNSCALABLE = """
 import torch
 import torch.nn as nn
 
@@ -59,7 +59,7 @@ def get_inputs():
 
 def get_init_inputs():
     return []
-'''
+"""
 
 
 @pytest.fixture
@@ -90,7 +90,10 @@ def test_size_cpu_runs_kernelbench_at_a_derived_cpu_size(kernelbench_root):
     assert 1.0 <= found.reference_ms <= 200.0  # tens of ms, not the 46 s of the real size
     assert set(found.constants) == {"batch_size", "input_size", "output_size"}
     assert all(v < 8192 for v in found.constants.values()) and found.constants["input_size"] >= 8
-    assert f"input_size = {found.constants['input_size']}" in obs["prompt"] and "kernel_size = 3" in obs["prompt"]
+    assert (
+        f"input_size = {found.constants['input_size']}" in obs["prompt"]
+        and "kernel_size = 3" in obs["prompt"]
+    )
     assert list((kernelbench_root / "cache" / "cpu_sizes").glob("*.json"))
     start = time.monotonic()
     env.reset(options={"task_id": "kernelbench/L2/86_Matmul_Divide_GELU"})
@@ -99,7 +102,9 @@ def test_size_cpu_runs_kernelbench_at_a_derived_cpu_size(kernelbench_root):
 
 def test_a_task_that_cannot_be_scaled_says_so(kernelbench_root):
     env = gym.make("KernelBench-L2-v0", kernelbench_root=str(kernelbench_root), size="cpu")
-    with pytest.raises(SizeUnavailableError, match="cannot be scaled to a cpu size: it has no module-level size"):
+    with pytest.raises(
+        SizeUnavailableError, match="cannot be scaled to a cpu size: it has no module-level size"
+    ):
         env.reset(options={"task_id": "kernelbench/L2/87_Relu_Written_In"})
     gpu = gym.make("KernelBench-L2-v0", kernelbench_root=str(kernelbench_root), size="gpu")
     assert gpu.reset(options={"task_id": "kernelbench/L2/87_Relu_Written_In"})[1]["size"] == "gpu"
@@ -123,15 +128,29 @@ def test_tasks_check_screens_kernelbench_at_the_derived_size(kernelbench_root):
 
     from kernelgym.cli import app
 
-    result = CliRunner().invoke(app, ["tasks", "check", "--suite", "kernelbench", "--kernelbench-root",
-                                      str(kernelbench_root), "--level", "2", "--json"])
+    result = CliRunner().invoke(
+        app,
+        [
+            "tasks",
+            "check",
+            "--suite",
+            "kernelbench",
+            "--kernelbench-root",
+            str(kernelbench_root),
+            "--level",
+            "2",
+            "--json",
+        ],
+    )
     rows = {r["id"]: r for r in map(json.loads, result.stdout.splitlines())}
     assert rows["kernelbench/L2/86_Matmul_Divide_GELU"]["passed"]
     assert "cannot be scaled" in rows["kernelbench/L2/87_Relu_Written_In"]["error"] and result.exit_code == 1
 
 
 def test_sizes_written_as_arithmetic_are_found():
-    source = MATMUL.replace("input_size = 8192", "input_size = 2048 * 4").replace("batch_size = 1024", "M = 256 * 4")
+    source = MATMUL.replace("input_size = 8192", "input_size = 2048 * 4").replace(
+        "batch_size = 1024", "M = 256 * 4"
+    )
     source = source.replace("batch_size, input_size", "M, input_size") + "k = 96\ntop_k = 50\n"
     assert size_constants(source) == {"M": 1024, "input_size": 8192, "output_size": 8192, "k": 96}
 
@@ -141,7 +160,12 @@ def test_chained_and_tuple_assignments_are_scaled_together():
 
     source = MATMUL.replace("input_size = 8192", "input_size = output_size = 8192\nheight, width = 512, 3")
     source = source.replace("output_size = 8192\ndivisor", "divisor")
-    assert size_constants(source) == {"batch_size": 1024, "input_size": 8192, "output_size": 8192, "height": 512}
+    assert size_constants(source) == {
+        "batch_size": 1024,
+        "input_size": 8192,
+        "output_size": 8192,
+        "height": 512,
+    }
     rewritten = substitute_constants(source, {"input_size": 64, "output_size": 64, "height": 32})
     assert "input_size = output_size = 64" in rewritten and "height, width = (32, 3)" in rewritten
     with pytest.raises(SizeUnavailableError.__mro__[1]):  # TaskFormatError: the two names cannot differ
