@@ -17,7 +17,7 @@ def bench_command(
                                  "(KernelGym-v0)"),
     policy: str = typer.Option("replay:cpp+cheats", "--policy",
                                help="replay:cpp[+cheats] | replay:PATH | smollm2 | hf:PATH_OR_NAME | "
-                                    "openai:MODEL@BASE_URL | scripted:..."),
+                                    "openai:MODEL@BASE_URL | scripted:... | davinci:CHECKPOINT"),
     backend: str = typer.Option("cpp", "--backend", help="cpp, triton or cuda"),
     size: str = typer.Option("cpu", "--size", help="cpu or gpu problem sizes"),
     tasks: str = typer.Option("auto", "--tasks",
@@ -27,7 +27,9 @@ def bench_command(
     turns: int | None = typer.Option(None, "--turns",
                                      help="replies per episode (best_of_n: N); default: replay's file count, "
                                           "else 4"),
-    baseline: str = typer.Option("refine", "--baseline", help=f"one of {', '.join(BASELINES)}"),
+    baseline: str | None = typer.Option(None, "--baseline",
+                                        help=f"one of {', '.join(BASELINES)}; default: davinci for a "
+                                             "davinci: policy, else refine"),
     concurrency: int = typer.Option(1, "--concurrency",
                                     help="episodes in flight (each evaluation uses a core)"),
     out: str | None = typer.Option(None, "--out",
@@ -48,6 +50,8 @@ def bench_command(
     from kernelgym.agents.bench import BenchConfig, run_bench
     from kernelgym.errors import KernelGymError
 
+    if baseline is None:  # a daVinci checkpoint is benched the way it was trained: skills in the prompt
+        baseline = "davinci" if policy.startswith("davinci:") else "refine"
     options = _key_values("--baseline-option", baseline_option)
     judge = _key_values("--eval-option", eval_option)
     config = BenchConfig(env=env, policy=policy, baseline=baseline, backend=backend, size=size, tasks=tasks,

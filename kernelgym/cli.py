@@ -27,6 +27,9 @@ def _mount_optional() -> None:
     from kernelgym.agents.bench_cli import bench_command
 
     app.command("bench")(bench_command)
+    from kernelgym.agents.davinci.train import app as train_app
+
+    app.add_typer(train_app, name="train", help="Train the daVinci agent: `train sft|rl --config FILE`.")
 
 
 def _fail(message: str) -> None:

@@ -1,4 +1,5 @@
-"""Prompting baselines: one_shot, best_of_n, refine, kforge. Each has a config dataclass and
+"""Prompting baselines: one_shot, best_of_n, refine, kforge, davinci (skills from the library).
+Each has a config dataclass and
 `run_episode(env, policy, task_id, config, sample=, seed=) -> EpisodeRecord`; `run` loops over tasks."""
 
 from __future__ import annotations
@@ -10,9 +11,9 @@ from typing import Any
 from kernelgym.agents.baselines.common import EpisodeRecord, TurnRecord, episode_key
 from kernelgym.errors import ConfigError, did_you_mean
 
-BASELINES = ("one_shot", "best_of_n", "refine", "kforge")
+BASELINES = ("one_shot", "best_of_n", "refine", "kforge", "davinci")
 CONFIGS = {"one_shot": "OneShotConfig", "best_of_n": "BestOfNConfig", "refine": "RefineConfig",
-           "kforge": "KForgeConfig"}
+           "kforge": "KForgeConfig", "davinci": "DavinciConfig"}
 
 
 def get(name: str):

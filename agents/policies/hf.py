@@ -216,6 +216,7 @@ def smollm2_path(cache: Path | None = None) -> Path:
     """A plain (safetensors) copy of SmolLM2-135M-Instruct, converted from the GGUF file on first use."""
     target = (cache or model_cache()) / SMOLLM2_NAME
     if (target / "config.json").is_file() and any(target.glob("*.safetensors")):
+        strip_quantization_config(target)  # copies made before this fix still carry it
         return target
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -227,6 +228,8 @@ def smollm2_path(cache: Path | None = None) -> Path:
     plain = AutoModelForCausalLM.from_config(loaded.config, dtype=torch.float32)
     plain.load_state_dict(loaded.state_dict())
     plain.generation_config = loaded.generation_config
+    if getattr(plain.config, "quantization_config", None) is not None:
+        del plain.config.quantization_config  # plain floats now (see strip_quantization_config)
     tmp = target.with_name(target.name + f".tmp{os.getpid()}")
     plain.save_pretrained(tmp)
     tokenizer.save_pretrained(tmp)
@@ -237,6 +240,24 @@ def smollm2_path(cache: Path | None = None) -> Path:
     else:
         tmp.rename(target)
     return target
+
+
+def strip_quantization_config(folder: Path) -> None:
+    """Drop the GGUF `quantization_config` from a dequantized copy's config.json (atomically).
+
+    transformers keeps it in the config of a model loaded from GGUF; a checkpoint saved from the dequantized
+    weights would then load as "quantized", and trainers (TRL's GRPOTrainer, SFTTrainer) refuse to train it.
+    """
+    import json
+
+    path = Path(folder) / "config.json"
+    data = json.loads(path.read_text())
+    if "quantization_config" not in data:
+        return
+    data.pop("quantization_config")
+    tmp = path.with_name(f"config.json.tmp{os.getpid()}")
+    tmp.write_text(json.dumps(data, indent=2))
+    os.replace(tmp, path)
 
 
 def smollm2_policy(sampling: SamplingConfig | None = None, **kwargs: Any) -> HFPolicy:
