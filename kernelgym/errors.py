@@ -12,6 +12,12 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 
+from kernelgym._shadow import check_not_shadowed
+
+# Every kernelgym module imports this one: the first to load under a `kernelgym` folder that hides the
+# package (see kernelgym/_shadow.py) says so here.
+check_not_shadowed()
+
 
 class KernelGymError(Exception):
     """Base of every error kernelgym raises on purpose."""
@@ -39,6 +45,10 @@ class ConfigError(KernelGymError, ValueError):
 
 class PoolClosedError(KernelGymError, RuntimeError):
     """An evaluation was submitted to a pool that has been closed."""
+
+
+class ActionError(KernelGymError, TypeError):
+    """An environment was given an action that is not text (a reply must be a str)."""
 
 
 def did_you_mean(name: str, known: Iterable[str], *, limit: int = 3) -> str:

@@ -19,7 +19,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kernelgym.agents.policy import SYSTEM_PROMPT, BasePolicy, PolicyInfo, PolicyObservation, to_messages
+from kernelgym.agents.policy import (
+    SYSTEM_PROMPT,
+    BasePolicy,
+    PolicyInfo,
+    PolicyObservation,
+    Reply,
+    to_messages,
+)
 from kernelgym.errors import ConfigError, did_you_mean
 
 
@@ -170,7 +177,9 @@ class HFPolicy(BasePolicy):
 
     def act_batch(self, observations: Sequence[PolicyObservation], infos: Sequence[PolicyInfo]) -> list[str]:
         conversations = [to_messages(o, self.system_prompt) for o in observations]
-        return [g.text for g in self.generate(conversations)]
+        # Token counts travel with the reply into the bench record (report: tokens per reply).
+        return [Reply(g.text, prompt_tokens=g.prompt_tokens, completion_tokens=g.completion_tokens,
+                      finish_reason=g.finish_reason) for g in self.generate(conversations)]
 
     def close(self) -> None:
         self.model = None

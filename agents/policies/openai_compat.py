@@ -17,7 +17,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from kernelgym.agents.policy import SYSTEM_PROMPT, BasePolicy, PolicyInfo, PolicyObservation, to_messages
+from kernelgym.agents.policy import (
+    SYSTEM_PROMPT,
+    BasePolicy,
+    PolicyInfo,
+    PolicyObservation,
+    Reply,
+    to_messages,
+)
 from kernelgym.errors import KernelGymError
 
 RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
@@ -87,7 +94,10 @@ class OpenAIPolicy(BasePolicy):
                     self.requests += 1
                 try:
                     response = self.client.chat.completions.create(**request)
-                    return response.choices[0].message.content or ""
+                    usage = getattr(response, "usage", None)
+                    tokens = getattr(usage, "completion_tokens", None) if usage is not None else None
+                    text = response.choices[0].message.content or ""
+                    return Reply(text, completion_tokens=tokens) if isinstance(tokens, int) else text
                 except Exception as exc:
                     if not self._retryable(exc):
                         raise EndpointError(f"{self.name}: {type(exc).__name__}: {exc}") from exc

@@ -6,6 +6,7 @@ from kernelgym.evaluation.result import EvalResult, Verdict
 
 _HEADLINES = {
     Verdict.OK: "Correct.",
+    Verdict.NO_CODE: "The reply held no solution module.",
     Verdict.COMPILE_ERROR: "The solution did not build.",
     Verdict.RUNTIME_ERROR: "The solution raised an error.",
     Verdict.INCORRECT: "The output is wrong.",

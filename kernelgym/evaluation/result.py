@@ -15,6 +15,7 @@ from typing import Any
 
 class Verdict(str, Enum):
     OK = "ok"
+    NO_CODE = "no_code"  # the reply held no solution module: nothing was judged
     COMPILE_ERROR = "compile_error"
     RUNTIME_ERROR = "runtime_error"
     INCORRECT = "incorrect"

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 
 from kernelgym import backends
+from kernelgym.backends.detect import wrong_backend
 from kernelgym.errors import PoolClosedError
 from kernelgym.evaluation.options import EvalOptions
 from kernelgym.evaluation.pipeline import EvalJob
@@ -225,6 +226,9 @@ class EvalPool:
         return self.submit(task, source, backend, size, **options).result()
 
     def _run(self, job: EvalJob) -> EvalResult:
+        mismatch = wrong_backend(job.solution_source, job.backend)
+        if mismatch:  # a contract error that names both backends, before any worker is involved
+            return _failed(job, Verdict.COMPILE_ERROR, mismatch)
         worker = self._idle.get()
         try:
             result = worker.run(job)

@@ -14,6 +14,7 @@ def test_act_uses_the_chat_template(tiny_policy):
     obs = {"prompt": "Write ModelNew for ReLU.", "feedback": ""}
     reply = tiny_policy.act(obs, {"task_id": "bundled/L1/1_ReLU"})
     assert isinstance(reply, str)
+    assert 1 <= reply.meta["completion_tokens"] <= tiny_policy.sampling.max_new_tokens  # for the bench report
     ids = tiny_policy._apply_template([{"role": "user", "content": "hi"}])
     text = tiny_policy.tokenizer.decode(ids)
     assert text.startswith("<|im_start|>user\nhi<|im_end|>") and text.endswith("<|im_start|>assistant\n")

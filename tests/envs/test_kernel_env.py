@@ -40,7 +40,7 @@ def test_episode_replaying_the_bundled_solution(pool, relu_source, tmp_path):
     obs, reward, terminated, truncated, info = env.step("Let me think about vectorization first.")
     assert (reward, terminated, truncated, info["verdict"]) == (-1.0, False, False, "no_code")
     assert "No solution found" in obs["feedback"] and info["episode"]["evaluations"] == 0
-    assert info["result"]["verdict"] == "compile_error" and info["result"]["reasons"][0].startswith("no_code")
+    assert info["result"]["verdict"] == "no_code" and info["result"]["reasons"][0].startswith("no_code")
 
     # 2: the bundled solution -> correct, judged for real
     obs, reward, terminated, truncated, info = env.step(fenced(relu_source))
@@ -114,7 +114,7 @@ def test_reward_by_name_and_callable(pool, relu_source):
     env.reset(options={"task_id": "L1/1_ReLU"})
     assert env.step("nothing")[1] == -3.0
     assert env.step(fenced(relu_source))[1] == 5.0
-    assert seen == [("compile_error", 1, ()), ("ok", 2, ("no_code",))]
+    assert seen == [("no_code", 1, ()), ("ok", 2, ("no_code",))]
 
     env = make(pool, reward="fast_p", reward_kwargs={"p": 0.0})
     env.reset(options={"task_id": "L1/1_ReLU"})
@@ -208,3 +208,43 @@ def test_observations_stay_in_their_space_with_odd_text(kernelbench_root):
     obs, *_ = env.step("\u4e2d\u6587 \u2014 \x00\x07 no code " * 500)
     assert obs in env.observation_space
     assert isinstance(obs["turn"], int) and obs["last_speedup"].dtype == np.float32
+
+
+@pytest.mark.parametrize("action", [123, None, ["print(1)"], {"code": "x"}])
+def test_an_action_that_is_not_text_is_an_error_that_says_so(kernelbench_root, action):
+    from kernelgym.errors import ActionError
+
+    env = gym.make("KernelBench-L1-v0", kernelbench_root=str(kernelbench_root))
+    env.reset(seed=0)
+    with pytest.raises(ActionError, match="reply as a str"):
+        env.step(action)
+    _, _, _, _, info = env.step(np.array("no code here"))  # a numpy string is still text; no turn was lost
+    assert info["turn"] == 1 and info["verdict"] == "no_code"
+
+
+def test_one_verdict_vocabulary_for_a_reply_without_code(kernelbench_root, tmp_path):
+    path = tmp_path / "t.jsonl"
+    env = gym.make("KernelBench-L1-v0", kernelbench_root=str(kernelbench_root), trajectory_path=str(path))
+    env.reset(seed=0)
+    _, reward, _, _, info = env.step("I would fuse the loops.")
+    assert info["verdict"] == info["result"]["verdict"] == "no_code" and reward == -1.0
+    assert EvalResult.from_dict(info["result"]).to_feedback().startswith("Verdict: no_code")
+    env.close()
+    [episode] = read_episodes(path)
+    assert episode["turns"][0]["verdict"] == episode["turns"][0]["result"]["verdict"] == "no_code"
+
+
+def test_a_solution_for_another_backend_is_a_contract_error(pool, kernelbench_root, relu_source):
+    env = gym.make("KernelBench-L1-v0", kernelbench_root=str(kernelbench_root), backend="cuda", pool=pool)
+    env.reset(seed=0)
+    _, reward, _, _, info = env.step(fenced(relu_source))  # C++ (load_cpp) sent to the cuda backend
+    assert info["verdict"] == "compile_error" and reward == -1.0
+    reason = info["result"]["reasons"][0]
+    assert reason.startswith("wrong_backend:") and "load_cpp (the cpp backend)" in reason and "cuda" in reason
+    triton = ("import triton\n@triton.jit\ndef k(x):\n    pass\nclass ModelNew:\n"
+              "    def forward(self, x):\n        k(x)\n")
+    env = gym.make("KernelBench-L1-v0", kernelbench_root=str(kernelbench_root), backend="cpp", pool=pool)
+    env.reset(seed=0)
+    _, _, _, _, info = env.step(fenced(triton))
+    reason = info["result"]["reasons"][0]
+    assert reason.startswith("wrong_backend:") and "the triton backend" in reason
