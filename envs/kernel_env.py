@@ -29,8 +29,10 @@ from kernelgym.envs.spaces import action_space, fit_text, observation_space, spe
 from kernelgym.envs.trajectory import TrajectoryWriter
 from kernelgym.envs.types import Action, BestSolution, Observation, ResetInfo, StepInfo
 from kernelgym.errors import ActionError, ConfigError, KernelGymError, SuiteUnavailableError
+from kernelgym.evaluation import rules
 from kernelgym.evaluation.options import EvalOptions
 from kernelgym.evaluation.result import EvalResult, Verdict
+from kernelgym.evaluation.rules import reason
 from kernelgym.rewards import EpisodeState, get_reward
 from kernelgym.tasks import Task, TaskSet, from_hf_dataset, kernelbench, load_suite
 from kernelgym.tasks.cpu_size import with_cpu_size
@@ -246,7 +248,7 @@ class KernelEnv(gym.Env[Observation, Action]):
             ep.feedback = "Episode finished at your request."
         elif parsed.code is None:
             result = EvalResult(ep.task.id, self.backend, ep.size, Verdict.NO_CODE,
-                                [f"no_code: {parsed.problem}"])
+                                [reason(rules.NO_CODE, parsed.problem)])
             reward, verdict = float(self._reward_fn(result, state)), result.verdict.value
             ep.feedback = f"No solution found: {parsed.problem}."
         else:

@@ -69,6 +69,6 @@ def wrong_backend(source: str, backend: str) -> str | None:
     found = "; ".join(f"{', '.join(m)} (the {n} backend)" for n, m in sorted(others.items()))
     expected = ", ".join(sorted(target))
     return (
-        f"wrong_backend: this solution builds its kernels with {found}, but it is judged on the {backend} "
+        f"this solution builds its kernels with {found}, but it is judged on the {backend} "
         f"backend, whose kernels come from {expected}; rewrite it for {backend}"
     )

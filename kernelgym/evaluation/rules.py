@@ -33,6 +33,10 @@ C, H, R, I, T, X, INF = (Verdict.COMPILE_ERROR, Verdict.HACK, Verdict.RUNTIME_ER
                          Verdict.TIMEOUT, Verdict.CRASH, Verdict.INFRASTRUCTURE_ERROR)
 
 # the contract (static, compile_error) ---------------------------------------------------------------------
+NO_CODE = _rule("no_code", Verdict.NO_CODE, "a reply without a solution module (nothing is judged)",
+                "the reply, parsed by the environment")
+WRONG_BACKEND = _rule("wrong_backend", C, "a solution written for another backend than the one judged",
+                      "the source: which loaders and decorators it uses")
 SYNTAX_ERROR = _rule("syntax_error", C, "a reply that is not Python", "the source, parsed")
 EMPTY_SOURCE = _rule("empty_source", C, "an empty reply", "the source")
 SOURCE_TOO_LARGE = _rule("source_too_large", C, "replies too large to judge", "the source's size")

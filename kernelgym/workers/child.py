@@ -75,7 +75,9 @@ def make_inputs(task_module, seed: int, perturbed: bool, perturb: str, dtype: to
     if perturbed and perturb != "none":
         gen = torch.Generator().manual_seed(seed ^ 0x5EED)
         scale = float(torch.empty(()).uniform_(1.5, 4.0, generator=gen))
-        shift = 0.0 if perturb == "positive" else float(torch.empty(()).uniform_(-1.5, 0.5, generator=gen))
+        # Always a negative shift: all-positive inputs (torch.rand) must reach negative values, or a kernel
+        # that ignores the negative branch (ReLU for LeakyReLU) would pass.
+        shift = 0.0 if perturb == "positive" else float(torch.empty(()).uniform_(-1.5, -0.25, generator=gen))
         inputs = [x * scale + shift if isinstance(x, torch.Tensor) and x.is_floating_point() else x
                   for x in inputs]
     # Integer inputs (targets, indices) keep their dtype whatever the run's float dtype is.

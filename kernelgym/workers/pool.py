@@ -21,9 +21,11 @@ from multiprocessing.connection import Connection
 from kernelgym import backends
 from kernelgym.backends.detect import wrong_backend
 from kernelgym.errors import PoolClosedError
+from kernelgym.evaluation import rules
 from kernelgym.evaluation.options import EvalOptions
 from kernelgym.evaluation.pipeline import EvalJob
 from kernelgym.evaluation.result import EvalResult, Verdict
+from kernelgym.evaluation.rules import reason
 from kernelgym.tasks.task import Task
 from kernelgym.workers.sandbox import SandboxConfig
 
@@ -228,7 +230,7 @@ class EvalPool:
     def _run(self, job: EvalJob) -> EvalResult:
         mismatch = wrong_backend(job.solution_source, job.backend)
         if mismatch:  # a contract error that names both backends, before any worker is involved
-            return _failed(job, Verdict.COMPILE_ERROR, mismatch)
+            return _failed(job, Verdict.COMPILE_ERROR, reason(rules.WRONG_BACKEND, mismatch))
         worker = self._idle.get()
         try:
             result = worker.run(job)
