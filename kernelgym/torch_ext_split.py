@@ -61,7 +61,7 @@ _WANTS_FULL_HEADER = re.compile(
 # build is tried; any other error is the user's own and is reported as it is.
 _MISSING_DECLARATION = re.compile(
     r"was not declared|has not been declared|is not a member of|does not name a type|has no member|"
-    r"is undefined|incomplete type|not a template|no matching function|not declared in this scope"
+    r"is undefined|incomplete type|not a template|not declared in this scope"
 )
 _SIGNATURE = re.compile(r"kernelgym_signature_(\d+)<(.*)>\(\)\s*$")
 
@@ -144,39 +144,30 @@ def _build(request, work: Path, library: Path, root: Path | None, times: SplitTi
 def _build_units(request, work: Path, library: Path, roots, times: SplitTimes, user_flags) -> None:
     root, bindings_pch = roots
     light = _light_header_dir(user_flags, root, times)
-    (work / "main.cpp").write_text(
-        "#include <torch/extension.h>\n"
-        + "\n".join(request.cpp_sources)
-        + "\n"
-        + _user_tail(request.name, request.functions),
-        errors="surrogatepass",
-    )
+    user_unit = "#include <torch/extension.h>\n" + "\n".join(request.cpp_sources) + "\n"
+    user_unit += _user_tail(request.name, request.functions)
+    (work / "main.cpp").write_text(user_unit, errors="surrogatepass")
     jobs = {"user": _start([_cxx(), f"-I{light}", *user_flags, "-c", "main.cpp", "-o", "main.o"], work)}
-    if request.cuda_sources:
-        (work / "cuda.cu").write_text(_CUDA_PRELUDE + "\n".join(request.cuda_sources), errors="surrogatepass")
-        plain = _plain_light_dir(root)
-        jobs["cuda"] = _start(
-            ["nvcc", f"-I{plain}", *_nvcc_flags(request), "-c", "cuda.cu", "-o", "cuda.o"], work
-        )
-    _finish(jobs["user"], "user", times)
-    signatures = _signatures(work / "main.o", len(request.functions))
-    bindings = _bindings_object(signatures, root, times, bindings_pch)
-    if "cuda" in jobs:
-        _finish(jobs["cuda"], "cuda", times)
+    try:
+        if request.cuda_sources:
+            cuda_unit = _CUDA_PRELUDE + "\n".join(request.cuda_sources)
+            (work / "cuda.cu").write_text(cuda_unit, errors="surrogatepass")
+            nvcc = ["nvcc", f"-I{_plain_light_dir(root)}", *_nvcc_flags(request)]
+            jobs["cuda"] = _start([*nvcc, "-c", "cuda.cu", "-o", "cuda.o"], work)
+        _finish(jobs["user"], "user", times)
+        signatures = _signatures(work / "main.o", len(request.functions))
+        bindings = _bindings_object(signatures, root, times, bindings_pch)
+        if "cuda" in jobs:
+            _finish(jobs["cuda"], "cuda", times)
+    finally:
+        for process, _ in jobs.values():  # a unit that failed leaves the other one nothing to do
+            if process.poll() is None:
+                process.kill()
+                process.wait()
     objects = ["main.o", *(["cuda.o"] if request.cuda_sources else []), str(bindings)]
-    link = _start(
-        [
-            _cxx(),
-            *objects,
-            "-shared",
-            *request.extra_ldflags,
-            *_torch_ldflags(bool(request.cuda_sources)),
-            "-o",
-            str(library),
-        ],
-        work,
-    )
-    _finish(link, "link", times)
+    libraries = _torch_ldflags(bool(request.cuda_sources))
+    link = [_cxx(), *objects, "-shared", *request.extra_ldflags, *libraries, "-o", str(library)]
+    _finish(_start(link, work), "link", times)
 
 
 _CUDA_PRELUDE = "#include <torch/types.h>\n#include <cuda.h>\n#include <cuda_runtime.h>\n"
@@ -466,7 +457,6 @@ def _light_header_dir(user_flags: list[str], root: Path | None, times: SplitTime
             [
                 _cxx(),
                 *flags,
-                "-DTORCH_EXTENSION_NAME=kernelgym_pch",
                 "-x",
                 "c++-header",
                 "torch/extension.h",

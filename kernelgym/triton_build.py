@@ -35,6 +35,8 @@ from kernelgym import kernels
 MODULE_NAMES = ("__triton_launcher", "cuda_utils")  # the helpers Triton generates itself
 # A kernel compile travels over the module-build channel under this name, its KernelRequest as the source.
 KERNEL_REQUEST = "__kernelgym_triton_kernel"
+# False: kernels compile in the candidate's process again (private Triton cache only), as before.
+TRUSTED_KERNEL_COMPILE = True
 # Options that name files: the worker never takes them from the candidate (Triton's defaults apply).
 _FILE_OPTIONS = ("extern_libs", "ir_override")
 
@@ -123,7 +125,7 @@ def route_builds_to(ask: Callable[[ModuleRequest], Path]) -> bool:
         return str(ask(request))
 
     knobs.build.impl = impl
-    if hasattr(knobs.runtime, "add_stages_inspection_hook"):
+    if TRUSTED_KERNEL_COMPILE and hasattr(knobs.runtime, "add_stages_inspection_hook"):
         knobs.runtime.add_stages_inspection_hook = _compile_in_worker(
             lambda kernel: ask(ModuleRequest(KERNEL_REQUEST, kernel.to_json())))
     return True
