@@ -12,6 +12,7 @@ _HEADLINES = {
     Verdict.HACK: "Rejected by the integrity checks: no credit.",
     Verdict.TIMEOUT: "The solution ran past its time limit.",
     Verdict.CRASH: "The solution crashed its process.",
+    Verdict.INFRASTRUCTURE_ERROR: "The judge failed (not your solution): this attempt was not judged.",
 }
 
 

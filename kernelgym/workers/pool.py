@@ -141,13 +141,10 @@ class _Worker:
         return result
 
 
-_SPOILED_FORK = "Cannot re-initialize CUDA in forked subprocess"
-
-
 def _spoiled(result: EvalResult) -> bool:
-    """The worker's own process touched the CUDA driver (a bug of ours or of a library): forked processes
-    can no longer use the GPU, so the worker is replaced."""
-    return any(_SPOILED_FORK in reason for reason in result.reasons)
+    """The judge failed, not the candidate (e.g. the worker's own process touched the CUDA driver, so forked
+    processes can no longer use the GPU): the worker is replaced and the evaluation judged again."""
+    return result.verdict is Verdict.INFRASTRUCTURE_ERROR
 
 
 def _failed(job: EvalJob, verdict: Verdict, reason: str) -> EvalResult:
