@@ -66,9 +66,11 @@ def test_a_split_build_is_the_module_torch_would_build_and_shares_its_bindings()
     assert module.__name__ == "kg_split_relu" and "relu_forward" in module.relu_forward.__doc__
     with pytest.raises(TypeError):  # pybind11's own argument checking, as with torch's build
         module.relu_forward("not a tensor")
-    second = torch_ext.build(request(RELU.replace("0.f ? in[i]", "0.f ? 2 * in[i]"), cflags=("-O3",)))
+    # Another name: one process keeps the first module of a name (torch's own builds behave the same).
+    doubling = request(RELU.replace("0.f ? in[i]", "0.f ? 2 * in[i]"), cflags=("-O3",), name="kg_split_relu2")
+    second = torch_ext.build(doubling)
     assert '"bindings_cached": true' in (second / "build.json").read_text(), steps  # same signature: reused
-    doubled = torch_ext._import("kg_split_relu", second / "kg_split_relu.so").relu_forward(x)
+    doubled = torch_ext._import("kg_split_relu2", second / "kg_split_relu2.so").relu_forward(x)
     assert torch.equal(doubled, 2 * torch.relu(x))
 
 
