@@ -84,23 +84,29 @@ torch::Tensor gelu_mul_cuda(torch::Tensor a, torch::Tensor b) { TORCH_CHECK(a.is
         "torch.nn.functional.gelu(x) * y",
     ),
 }
-CALLS = {
-    "relu": "f(x)",
-    "add": "f(x, y)",
-    "scale_bias": "f(x, 2.0, 0.5)",
-    "row_sum": "f(x)",
-    "gelu_mul": "f(x, y)",
+CALLS = {  # name: (call of the built function, torch's answer)
+    "relu": (lambda f, x, y: f(x), lambda x, y: torch_module().relu(x)),
+    "add": (lambda f, x, y: f(x, y), lambda x, y: x + y),
+    "scale_bias": (lambda f, x, y: f(x, 2.0, 0.5), lambda x, y: x * 2.0 + 0.5),
+    "row_sum": (lambda f, x, y: f(x), lambda x, y: x.sum(1)),
+    "gelu_mul": (lambda f, x, y: f(x, y), lambda x, y: torch_module().nn.functional.gelu(x) * y),
 }
+
+
+def torch_module():
+    import torch
+
+    return torch
 
 
 def check(name: str, module) -> bool:
     import torch
 
     x, y = torch.randn(64, 256, device="cuda"), torch.randn(64, 256, device="cuda")
-    f = getattr(module, KERNELS[name][2])
-    got, want = eval(CALLS[name]), eval(KERNELS[name][3])  # noqa: S307 - fixed expressions of this file
+    call, want = CALLS[name]
+    got = call(getattr(module, KERNELS[name][2]), x, y)
     torch.cuda.synchronize()
-    return bool(torch.allclose(got, want, atol=1e-4, rtol=1e-4))
+    return bool(torch.allclose(got, want(x, y), atol=1e-4, rtol=1e-4))
 
 
 def kernelgym_build(name: str, split: bool) -> dict:
@@ -151,6 +157,7 @@ def torch_load_inline(name: str) -> dict:
             env=env,
             capture_output=True,
             text=True,
+            check=False,
         )
     row = {"file": name, "mode": "torch_load_inline", "process_s": round(time.perf_counter() - started, 2)}
     try:
@@ -200,7 +207,7 @@ def triton_runs(store: Path) -> list[dict]:
             env = dict(os.environ, TRITON_CACHE_DIR=cache, PYTHONPATH=str(ROOT))
             done = subprocess.run(
                 [sys.executable, "-c", TRITON_RUN, mode, str(store)], env=env, capture_output=True, text=True
-            )
+            , check=False)
         row = {"run": label}
         try:
             row.update(json.loads(done.stdout.strip().splitlines()[-1]))
@@ -260,9 +267,8 @@ def _machine() -> dict:
         pass
     if torch.cuda.is_available():
         info["gpu"] = torch.cuda.get_device_name(0)
-    info["nvcc"] = (
-        subprocess.run(["nvcc", "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1:]
-    )
+    done = subprocess.run(["nvcc", "--version"], capture_output=True, text=True, check=False)
+    info["nvcc"] = done.stdout.strip().splitlines()[-1:]
     info["cpus"] = os.cpu_count()
     return info
 

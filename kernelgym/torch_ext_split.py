@@ -35,7 +35,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import kernelgym.kernels as kernels
+from kernelgym import kernels
 
 BINDINGS_FLAGS = ("-O2",)  # the bindings unit's own flags: fixed, so its precompiled header is shared
 LIGHT_HEADER = (
@@ -186,8 +186,8 @@ def _user_tail(name: str, functions) -> str:
     lines += [
         f'extern "C" const char* const kernelgym_function_names[] = {{{names}}};',
         'extern "C" void* PyInit_kernelgym_bindings();',
-        f'extern "C" __attribute__((visibility("default"))) void* PyInit_{name}() '
-        "{ return PyInit_kernelgym_bindings(); }",
+        (f'extern "C" __attribute__((visibility("default"))) void* PyInit_{name}() '
+         "{ return PyInit_kernelgym_bindings(); }"),
         "",
     ]
     return "\n".join(lines)
@@ -210,7 +210,7 @@ def _signatures(obj: Path, count: int) -> list[str]:
     try:
         out = subprocess.run(
             ["nm", "-C", "--defined-only", str(obj)], capture_output=True, text=True, timeout=60
-        ).stdout
+        , check=False).stdout
     except (OSError, subprocess.SubprocessError) as exc:
         raise _Fallback(f"nm failed: {exc}") from None
     found: dict[int, str] = {}
@@ -276,7 +276,7 @@ def _finish(job: tuple[subprocess.Popen, float], step: str, times: SplitTimes) -
 
 def _run(argv: list[str], cwd: Path, timeout_s: float = 900) -> subprocess.CompletedProcess:
     try:
-        return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=timeout_s)
+        return subprocess.run(argv, cwd=cwd, capture_output=True, check=False, text=True, timeout=timeout_s)
     except (OSError, subprocess.SubprocessError) as exc:
         raise _Fallback(f"{argv[0]} did not run: {exc}") from None
 
@@ -309,17 +309,17 @@ def _torch_cflags(name: str) -> list[str]:
         from torch.utils import cpp_extension
 
         with tempfile.TemporaryDirectory() as tmp:
-            options = dict(
-                path=os.path.join(tmp, "build.ninja"),
-                name="KGNAME",
-                sources=[os.path.join(tmp, "x.cpp")],
-                extra_cflags=[],
-                extra_cuda_cflags=[],
-                extra_ldflags=[],
-                extra_include_paths=[],
-                with_cuda=False,
-                is_standalone=False,
-            )
+            options = {
+                "path": os.path.join(tmp, "build.ninja"),
+                "name": "KGNAME",
+                "sources": [os.path.join(tmp, "x.cpp")],
+                "extra_cflags": [],
+                "extra_cuda_cflags": [],
+                "extra_ldflags": [],
+                "extra_include_paths": [],
+                "with_cuda": False,
+                "is_standalone": False,
+            }
             import inspect
 
             accepted = inspect.signature(cpp_extension._write_ninja_file_to_build_library).parameters
@@ -329,7 +329,7 @@ def _torch_cflags(name: str) -> list[str]:
             try:
                 cpp_extension._write_ninja_file_to_build_library(**options)
                 text = Path(options["path"]).read_text()
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - a private torch function: any failure means torch's build
                 raise _Fallback(f"torch's build flags are unavailable: {exc}") from None
         line = next((ln for ln in text.splitlines() if ln.startswith("cflags = ")), None)
         if line is None:
@@ -437,6 +437,7 @@ def _light_header_dir(user_flags: list[str], root: Path | None, times: SplitTime
             capture_output=True,
             text=True,
             timeout=120,
+            check=False,
         ).stdout
     except (OSError, subprocess.SubprocessError):
         return _plain_light_dir(root)

@@ -102,8 +102,8 @@ def build(request: ModuleRequest, root: Path | None = None) -> Path:
         src = folder / f"{request.name}.c"
         src.write_text(request.source, encoding="utf-8", errors="surrogatepass")
         try:
-            _build(request.name, str(src), str(folder), list(request.library_dirs), list(request.include_dirs),
-                   list(request.libraries), [])
+            _build(request.name, str(src), str(folder), list(request.library_dirs),
+                   list(request.include_dirs), list(request.libraries), [])
         except (subprocess.CalledProcessError, RuntimeError, OSError) as exc:
             raise kernels.BuildError(f"Triton module {request.name} failed to build: {exc}", "") from None
 
@@ -115,7 +115,7 @@ def route_builds_to(ask: Callable[[ModuleRequest], Path]) -> bool:
     """In the candidate's process: Triton's helper builds go to `ask` (the worker). False without Triton."""
     try:
         from triton import knobs
-    except Exception:
+    except Exception:  # noqa: BLE001 - a broken Triton install is no Triton here
         return False
 
     def impl(name, src, srcdir, library_dirs, include_dirs, libraries):
@@ -169,8 +169,8 @@ def kernel_dir(request: KernelRequest, root: Path | None = None) -> Path:
 
 
 def compile_kernel(request: KernelRequest, root: Path | None = None) -> Path:
-    """In the worker: the folder with the kernel's stages (`kernel.<ext>`) and `stages.json`, compiled on first
-    use; BuildError when Triton rejects the IR."""
+    """In the worker: the folder with the kernel's stages (`kernel.<ext>`) and `stages.json`, compiled on
+    first use; BuildError when Triton rejects the IR."""
     folder = kernel_dir(request, root)
     if (folder / "stages.json").exists():
         return folder
@@ -178,7 +178,7 @@ def compile_kernel(request: KernelRequest, root: Path | None = None) -> Path:
     def compile_into(tmp: Path) -> None:
         try:
             order, delta = _run_backend(request, tmp)
-        except Exception as exc:  # the candidate's IR or options: its error, not the worker's
+        except Exception as exc:  # noqa: BLE001 - the candidate's IR or options: its error, not the worker's
             raise kernels.BuildError(f"Triton failed to compile the kernel: {exc}", "") from None
         (tmp / "stages.json").write_text(json.dumps({"stages": order, "metadata": delta}, default=str))
 
@@ -276,18 +276,18 @@ def _ptxas_version(capability: int) -> str:
         from triton.backends.nvidia.compiler import get_ptxas_version
 
         return str(get_ptxas_version(capability))
-    except Exception:
+    except Exception:  # noqa: BLE001 - no ptxas: the key still holds the Triton version
         return "-"
 
 
 def _triton_build_inputs() -> tuple[set[str], set[str], set[str]]:
     try:
         from triton.backends.nvidia import driver
-    except Exception:
+    except Exception:  # noqa: BLE001 - a broken Triton install is no Triton here
         return set(), set(), set()
     try:
         library_dirs = set(driver.library_dirs())
-    except Exception:  # no libcuda on this machine
+    except Exception:  # noqa: BLE001 - no libcuda on this machine
         library_dirs = {driver.libdevice_dir}
     return library_dirs, set(driver.include_dirs), set(driver.libraries)
 
@@ -301,5 +301,5 @@ def _triton_version() -> str:
         import triton
 
         return triton.__version__
-    except Exception:
+    except Exception:  # noqa: BLE001 - a broken Triton install is no Triton here
         return "-"

@@ -91,7 +91,7 @@ def test_an_evaluation_gets_its_triton_helpers_from_the_worker(pool):
     assert triton_build.module_path(ModuleRequest("cuda_utils", helper), root=pool.cache_root).exists()
 
 
-# --- compiled kernels: the worker compiles everything after TTIR, keyed by what it compiles ---------------------
+# --- compiled kernels: the worker compiles everything after TTIR, keyed by what it compiles ------------
 
 def test_a_kernel_request_is_keyed_by_ir_options_and_target_and_never_takes_file_options():
     from kernelgym.triton_build import KernelRequest
@@ -100,7 +100,8 @@ def test_a_kernel_request_is_keyed_by_ir_options_and_target_and_never_takes_file
                                             "ir_override": "/tmp/x.ttgir"}, 90)
     assert "evil" not in base.options_json and "ir_override" not in base.options_json
     assert KernelRequest.from_json(base.to_json()) == base
-    others = [KernelRequest.make("module { }", {"num_warps": 4}, 90), KernelRequest.make("module {}", {"num_warps": 8}, 90),
+    others = [KernelRequest.make("module { }", {"num_warps": 4}, 90),
+              KernelRequest.make("module {}", {"num_warps": 8}, 90),
               KernelRequest.make("module {}", {"num_warps": 4}, 80)]
     assert len({base.key, *(o.key for o in others)}) == 4
 
@@ -110,7 +111,8 @@ def test_a_malformed_kernel_request_is_a_build_error(tmp_path):
 
     with pytest.raises(BuildError, match="malformed"):
         triton_build.build(ModuleRequest(triton_build.KERNEL_REQUEST, "{not json"), root=tmp_path)
-    with pytest.raises(BuildError, match="failed to compile"):  # IR that does not parse: the candidate's error
+    # IR that does not parse: the candidate's error
+    with pytest.raises(BuildError, match="failed to compile"):
         triton_build.compile_kernel(triton_build.KernelRequest.make("not mlir", {}, 90), root=tmp_path)
     assert not list((tmp_path / "triton_kernels").glob("*"))  # nothing half-built left behind
 
@@ -128,7 +130,8 @@ def test_kernels_compile_in_the_worker_once_and_a_fresh_triton_cache_reuses_them
     def add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
         offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
         mask = offsets < n
-        tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + tl.load(y_ptr + offsets, mask=mask), mask=mask)
+        total = tl.load(x_ptr + offsets, mask=mask) + tl.load(y_ptr + offsets, mask=mask)
+        tl.store(out_ptr + offsets, total, mask=mask)
 
     backend_runs = []
     real = triton_build._run_backend
@@ -146,7 +149,7 @@ def test_kernels_compile_in_the_worker_once_and_a_fresh_triton_cache_reuses_them
     signature = {"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"}
     cubins = []
     for evaluation in ("first", "second"):
-        monkeypatch.setattr(triton.knobs.cache, "dir", str(tmp_path / evaluation))  # each its own Triton cache
+        monkeypatch.setattr(triton.knobs.cache, "dir", str(tmp_path / evaluation))  # its own Triton cache
         kernel = triton.compile(ASTSource(add, signature, {"BLOCK": 1024}), target=GPUTarget("cuda", 90, 32))
         cubins.append(kernel.asm["cubin"])
         assert kernel.metadata.name == "add"
