@@ -84,6 +84,10 @@ class _Fallback(Exception):
     """This request is built by torch's own path instead (the message says why)."""
 
 
+# The split CUDA build compiles and links without a GPU but was never imported on one: off until it has been.
+SPLIT_CUDA = False
+
+
 def eligible(request) -> str | None:
     """Why the split path will not take this request (None: it will)."""
     if not request.functions:
@@ -93,6 +97,8 @@ def eligible(request) -> str | None:
         return f"extra_cflags that could change the ABI between units: {unsafe}"
     if _WANTS_FULL_HEADER.search("\n".join(request.cpp_sources + request.cuda_sources)):
         return "the sources use parts of torch outside <torch/types.h>"
+    if request.cuda_sources and not SPLIT_CUDA:
+        return "CUDA sources: the split CUDA build has not run on a GPU yet (torch_ext_split.SPLIT_CUDA)"
     if request.cuda_sources and not shutil.which("nvcc"):
         return "no nvcc"
     return None

@@ -35,8 +35,9 @@ from kernelgym import kernels
 MODULE_NAMES = ("__triton_launcher", "cuda_utils")  # the helpers Triton generates itself
 # A kernel compile travels over the module-build channel under this name, its KernelRequest as the source.
 KERNEL_REQUEST = "__kernelgym_triton_kernel"
-# False: kernels compile in the candidate's process again (private Triton cache only), as before.
-TRUSTED_KERNEL_COMPILE = True
+# False: kernels compile in the candidate's process (private Triton cache only), as before. Off until the
+# worker-side compile has run on a GPU (it is tested here only up to the cubin, without launching it).
+TRUSTED_KERNEL_COMPILE = False
 # Options that name files: the worker never takes them from the candidate (Triton's defaults apply).
 _FILE_OPTIONS = ("extern_libs", "ir_override")
 
