@@ -187,8 +187,9 @@ def run_batch(model, calls: list[list], device: str) -> list:
     return outputs
 
 
-def describe_outputs(outputs: list, device: str, keep: list) -> list[list[dict]]:
-    """Where each output lies, for the trusted side to read: an address (CPU) or an IPC handle (GPU)."""
+def describe_outputs(outputs: list, device: str, keep: list, export: bool = True) -> list[list[dict]]:
+    """Where each output lies, for the trusted side to read: an address (CPU) or an IPC handle (GPU).
+    The reference's side does not export (nobody maps its outputs; unconsumed exports pile up in torch)."""
     described = []
     for out in outputs:
         items = []
@@ -200,7 +201,7 @@ def describe_outputs(outputs: list, device: str, keep: list) -> list[list[dict]]
             dense = item if item.is_contiguous() else item.contiguous()
             keep.append(dense)
             wire = {"dtype": str(item.dtype).removeprefix("torch."), "shape": list(item.shape)}
-            if dense.is_cuda and dense.numel():
+            if dense.is_cuda and dense.numel() and export:
                 wire.update(protocol.cuda_tensor_to_wire(dense, keep))
             else:
                 wire.update(ptr=dense.data_ptr(), nbytes=dense.numel() * dense.element_size())
@@ -285,7 +286,7 @@ class _ReferenceSide:
             calls = self.batches[msg.batch]["sets"] if msg.batch in self.batches else []  # [] calibrates
         outputs = run_batch(self.model, calls, device)
         keep: list = []
-        described = describe_outputs(outputs, device, keep)  # the same bookkeeping as the candidate's side
+        described = describe_outputs(outputs, device, keep, export=False)  # the candidate's bookkeeping, bar IPC
         m.send(self.sock, m.BatchDone(msg.batch, described, [], 0, lowered_precision()))
         entry = self.batches.get(msg.batch)
         if entry is not None and entry["outputs"] is None:
