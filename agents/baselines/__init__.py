@@ -1,4 +1,4 @@
-"""Prompting baselines: one_shot, best_of_n, refine, kforge. Each has a config dataclass and
+"""Prompting baselines: one_shot, best_of_n, refine, kforge; search baselines: evolve, map_elites. Each has a config dataclass and
 `run_episode(env, policy, task_id, config, sample=, seed=) -> EpisodeRecord`; `run` loops over tasks."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from typing import Any
 
 from kernelgym.agents.baselines.common import EpisodeRecord, TurnRecord, episode_key
 
-BASELINES = ("one_shot", "best_of_n", "refine", "kforge")
+BASELINES = ("one_shot", "best_of_n", "refine", "kforge", "evolve", "map_elites")
 CONFIGS = {"one_shot": "OneShotConfig", "best_of_n": "BestOfNConfig", "refine": "RefineConfig",
-           "kforge": "KForgeConfig"}
+           "kforge": "KForgeConfig", "evolve": "EvolveConfig", "map_elites": "MapElitesConfig"}
 
 
 def get(name: str):
