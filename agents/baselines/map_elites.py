@@ -32,10 +32,10 @@ from kernelgym.agents.policies.scripted import fence
 NAME = "map_elites"
 
 INSTRUCTIONS = (
-    "Tile and block the loops so each block's working set stays in cache or shared memory; choose block "
-    "sizes that fit this problem size.",
-    "Balance the parallel work: change how iterations are split across threads (the OpenMP schedule) or "
-    "programs (the grid), so no core or SM idles.",
+    ("Tile and block the loops so each block's working set stays in cache or shared memory; choose block "
+    "sizes that fit this problem size."),
+    ("Balance the parallel work: change how iterations are split across threads (the OpenMP schedule) or "
+    "programs (the grid), so no core or SM idles."),
     "Unroll and vectorize the innermost loops and keep the accumulators in registers.",
     "Cut memory traffic: fuse the steps into one pass, read each input once and write no temporaries.",
 )

@@ -175,7 +175,7 @@ class Search:
         self.state = load_state(self.path) or SearchState(baseline, task_id, sample)
         limit = max_turns(env)
         self.state.budget = min(budget or limit, limit)
-        self.max_proposals = int(math.ceil(self.state.budget * max_proposals_factor))
+        self.max_proposals = math.ceil(self.state.budget * max_proposals_factor)
         self.patience = patience
         self.started = time.monotonic()
         self.wall_before = self.state.wall_s

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kernelgym.agents.baselines import templates
+
 from kernelgym.errors import KernelGymError
 
 # Which parameters to tune first when a solution exposes more than max_params.
