@@ -23,6 +23,7 @@ from pathlib import Path
 METHODS = ("evolve", "map_elites", "refine", "best_of_n")
 TASKS = ("L1/27_Cumsum", "L1/23_Sum_Dim", "L1/2_Matmul_Square")
 NOT_JUDGED = ("no_code", "done")
+SEARCHES = ("evolve", "map_elites")
 
 
 def curve(record: dict) -> list[tuple[int, float, float]]:
@@ -39,13 +40,14 @@ def curve(record: dict) -> list[tuple[int, float, float]]:
     return points
 
 
-def run(methods, tasks, budget: int, policy: str, out: Path) -> dict[str, dict[str, dict]]:
+def run(methods, tasks, budget: int, policy: str, out: Path, replies_factor: float | None = None) -> dict:
     from kernelgym.agents.bench import BenchConfig, run_bench
 
     found: dict[str, dict[str, dict]] = {}
     for method in methods:
+        options = {"max_proposals_factor": replies_factor} if replies_factor and method in SEARCHES else {}
         config = BenchConfig(policy=policy, baseline=method, tasks=",".join(tasks), turns=budget,
-                             out=str(out / method), tensorboard=False)
+                             out=str(out / method), tensorboard=False, baseline_options=options)
         outcome = run_bench(config, progress=True, command=f"search_cpu.py {method}")
         found[method] = {r["task_id"]: r for r in outcome.records}
     return found
@@ -124,11 +126,14 @@ def main() -> None:
     parser.add_argument("--methods", default=",".join(METHODS))
     parser.add_argument("--budget", type=int, default=6, help="judge calls per task")
     parser.add_argument("--policy", default="mutate:cpp")
+    parser.add_argument("--replies-factor", type=float, default=None,
+                        help="evolve/map_elites: at most this many replies per judge call of the budget (an LLM "
+                             "that often answers without code; 1 = as many replies as refine and best_of_n get)")
     parser.add_argument("--out", default="runs/search_cpu")
     parser.add_argument("--md", default=None, help="also write the table here (with the plot beside it)")
     args = parser.parse_args()
     out = Path(args.out)
-    found = run(args.methods.split(","), args.tasks.split(","), args.budget, args.policy, out)
+    found = run(args.methods.split(","), args.tasks.split(","), args.budget, args.policy, out, args.replies_factor)
     text = table(found, args.budget)
     png = Path(args.md).with_suffix(".png") if args.md else out / "search_cpu.png"
     plot(found, png, args.budget)

@@ -21,6 +21,7 @@ import datetime
 import json
 import os
 import platform
+import subprocess
 import sys
 import tempfile
 import time
@@ -91,16 +92,24 @@ def phase_tuning(tasks, trials: int, deadline: float, backend: str, size: str) -
 
 
 def phase_compare(task: str, budget: int, work: Path, backend: str, size: str) -> dict:
-    from kernelgym.agents.bench import BenchConfig, run_bench
-
-    def one(method: str) -> dict[str, dict]:
-        config = BenchConfig(policy=f"mutate:{backend}", baseline=method, backend=backend, size=size, tasks=task,
-                             turns=budget, out=str(work / method), tensorboard=False)
-        return {r["task_id"]: r for r in run_bench(config, progress=False).records}
-
-    with ThreadPoolExecutor(len(METHODS)) as threads:  # each with its own pool; timing holds the device lock
-        jobs = {m: threads.submit(one, m) for m in METHODS}
-        return {m: job.result() for m, job in jobs.items()}
+    """`kernelgym bench` for each method, all at once (separate processes: each has its own pool, and
+    matplotlib is not thread-safe); returns {method: {task id: result record}}."""
+    procs = {}
+    for method in METHODS:
+        cmd = [sys.executable, "-c", "from kernelgym.cli import main; main()", "bench", "--policy",
+               f"mutate:{backend}", "--baseline", method, "--backend", backend, "--size", size, "--tasks", task,
+               "--turns", str(budget), "--out", str(work / method), "--no-tensorboard"]
+        procs[method] = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    found = {}
+    for method, proc in procs.items():
+        _, err = proc.communicate()
+        results = work / method / "results.jsonl"
+        if proc.returncode != 0 or not results.exists():
+            print(f"{method}: bench failed ({proc.returncode}): {err[-800:]}", flush=True)
+            continue
+        found[method] = {json.loads(line)["task_id"]: json.loads(line) for line in results.read_text().splitlines()
+                         if line.strip()}
+    return found
 
 
 def _fmt(x) -> str:
@@ -125,8 +134,8 @@ def markdown(rows: list[dict], found: dict, args, started: float) -> str:
                      f"{best} | {_fmt(r.get('confirmed_speedup'))} (CI low {_fmt(r.get('confirmed_ci_low'))}"
                      f"{', verified' if r.get('confirmed_verified') else ''})"
                      f" | {_fmt(r.get('seed_again_speedup'))} | {'yes' if r.get('faster') else 'no'} |")
-    lines += ["", (("faster = the tuned configuration's fresh evaluation is verified and the low end of its 95% "
-               "interval is above both measured speedups of the bundled one.")), "", (f"## Same budget ({args.budget} judge calls) on {args.compare_task}, "
+    lines += ["", ("faster = the tuned configuration's fresh evaluation is verified and the low end of its 95% "
+               "interval is above both measured speedups of the bundled one."), "", (f"## Same budget ({args.budget} judge calls) on {args.compare_task}, "
               f"policy mutate:{args.backend}"), "", "| method | best verified | best measured | judge calls |",
               "| --- | --- | --- | --- |"]
     for method, per in found.items():

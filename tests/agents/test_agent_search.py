@@ -13,6 +13,7 @@ from kernelgym.agents.baselines.search import Node, load_state
 from kernelgym.agents.policies import make_policy
 from kernelgym.agents.policies.mutate import MutationConfig, mutate
 from kernelgym.agents.policies.scripted import ScriptedPolicy, fence
+from kernelgym.agents.policy import BasePolicy
 
 import kernelgym
 
@@ -158,7 +159,7 @@ def test_evolve_finds_at_least_the_seed_and_saves_its_graph(env_factory, tmp_pat
     assert curve == sorted(curve) and len(record.turns) == 3
 
 
-class _CrashAt(ScriptedPolicy):
+class _CrashAt(BasePolicy):
     """The mutation policy until the n-th reply, then an error (a killed or failed run)."""
 
     def __init__(self, n: int):
