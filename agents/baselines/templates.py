@@ -38,15 +38,14 @@ class Param:
     spans: list[tuple[int, int]] = field(default_factory=list)  # (start, end) of each place in the source
 
 
-def int_choices(value: int, *, power_of_two: bool | None = None) -> list[str]:
-    """Nearby values: powers of two around a power of two, else the value scaled by 1/2 .. 2."""
-    if power_of_two is None:
-        power_of_two = value > 0 and value & (value - 1) == 0
-    if power_of_two:
-        options = {value >> 2, value >> 1, value, value << 1, value << 2}
+def int_choices(value: int, *, up: int = 4, floor: int = 1) -> list[str]:
+    """Nearby values: powers of two from a quarter to `up` times a power of two, else the value scaled by
+    1/2 .. 2; none below `floor`."""
+    if value > 0 and value & (value - 1) == 0:
+        options = {value >> 2, value >> 1, value, *(value << i for i in range(1, up.bit_length()))}
     else:
         options = {round(value * f) for f in (0.5, 0.75, 1.0, 1.5, 2.0)}
-    return [str(v) for v in sorted(o for o in options if 1 <= o <= MAX_VALUE)]
+    return [str(v) for v in sorted(o for o in options if max(1, floor) <= o <= MAX_VALUE)]
 
 
 def _cpp_params(source: str) -> list[Param]:
@@ -119,7 +118,11 @@ def _python_params(source: str) -> list[Param]:
             continue
         seen[name] += 1
         label = name if seen[name] == 1 else f"{name}#{seen[name]}"
-        choices = list(LAUNCH_OPTIONS[name]) if name in LAUNCH_OPTIONS else int_choices(literal.value)
+        # Triton tiles: tl.dot wants 16 or more along each side, and a tile over twice the bundled one
+        # rarely fits in registers and shared memory.
+        floor = 16 if literal.value >= 16 else 1
+        choices = list(LAUNCH_OPTIONS[name]) if name in LAUNCH_OPTIONS else int_choices(literal.value, up=2,
+                                                                                       floor=floor)
         if str(literal.value) not in choices:
             choices = sorted({*choices, str(literal.value)}, key=int)
         params.append(Param(label, kind, str(literal.value), choices, [_span(lines, starts, literal)]))

@@ -14,8 +14,14 @@ from kernelgym.agents.baselines import templates
 
 from kernelgym.errors import KernelGymError
 
-# Which parameters to tune first when a solution exposes more than max_params.
-KIND_ORDER = {"launch": 0, "constant": 1, "schedule": 2, "unroll": 3}
+
+# Which parameters to tune first when a solution exposes more than max_params: block and tile constants,
+# then warps and stages, then other launch constants, unroll counts, and last the OpenMP schedule (the cpu
+# judge may time with one thread, where it does not matter).
+def _priority(p: templates.Param) -> int:
+    if p.kind == "launch":
+        return 1 if p.name.split("#")[0] in templates.LAUNCH_OPTIONS else 2
+    return {"constant": 0, "unroll": 3, "schedule": 4}.get(p.kind, 5)
 
 
 class TuningError(KernelGymError):
@@ -32,7 +38,7 @@ class TuningConfig:
 
 def tunable(source: str, max_params: int) -> list[templates.Param]:
     params = [p for p in templates.find_params(source) if len(p.choices) > 1]
-    return sorted(params, key=lambda p: KIND_ORDER.get(p.kind, 9))[:max_params]
+    return sorted(params, key=_priority)[:max_params]
 
 
 class TemplateTuner:
