@@ -286,7 +286,7 @@ def draw_graph(state: SearchState, path: Path) -> str | None:
             ax.scatter([n.call for n in group], [n.speedup or 0.0 for n in group], s=36, color=colours[label],
                        label=label, zorder=2, edgecolor="white")
     for n in judged.values():
-        ax.annotate(f"{n.id}:{n.operator[:6]}", (n.call, n.speedup or 0.0), fontsize=6, xytext=(3, 3),
+        ax.annotate(f"{n.id}:{n.operator}", (n.call, n.speedup or 0.0), fontsize=6, xytext=(3, 3),
                     textcoords="offset points")
     ax.axhline(1.0, color="#bbbbbb", linestyle=":", linewidth=1)
     ax.set_xlabel("judge call")
