@@ -220,10 +220,12 @@ class Search:
         parsed = parse_reply(str(reply))
         if parsed.code is None:
             self.done_reply = self.done_reply or parsed.done
+            self.checkpoint()  # the reply count survives a restart too
             return None
         digest = templates.source_hash(parsed.code)
         known = s.by_hash(digest)
         if known is not None:
+            self.checkpoint()
             return known
         obs, info, over, turn = step(self.env, reply, s.calls, started=started, phase=operator)
         s.calls += 1
