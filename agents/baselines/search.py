@@ -181,10 +181,6 @@ class Search:
         self.wall_before = self.state.wall_s
         self.done_reply = False
 
-    @property
-    def resumed(self) -> bool:
-        return bool(self.state.nodes)
-
     def should_stop(self) -> bool:
         s = self.state
         if s.finished:

@@ -125,6 +125,22 @@ def test_tuner_asks_valid_configurations_and_rebuilds_from_history():
     assert again.best() == (values, 1.7) and len(again.study.trials) == 2
 
 
+def test_plateau_and_reply_limits_stop_a_search():
+    from types import SimpleNamespace
+
+    from kernelgym.agents.baselines.search import Search
+
+    env = SimpleNamespace(unwrapped=SimpleNamespace(config=SimpleNamespace(max_turns=20, trajectory_path=None)))
+    search = Search(env, "evolve", RELU, 0, budget=None, state_dir=None, max_proposals_factor=2, patience=2)
+    assert search.state.budget == 20 and search.max_proposals == 40 and not search.should_stop()
+    search.state.curve = [{"best_rank": r} for r in ([0, 1.1], [0, 1.3], [0, 1.3], [0, 1.3])]
+    search.state.calls = 4
+    assert search.should_stop() and search.state.stop_reason == "plateau"
+    search.state.curve.append({"best_rank": [1.4, 1.4]})  # an improvement
+    search.state.calls, search.state.proposals = 5, 40
+    assert search.should_stop() and search.state.stop_reason == "proposals"
+
+
 # searches with the real judge ----------------------------------------------------------------------------
 
 def _judged_lines(path: Path) -> int:
