@@ -19,6 +19,24 @@ import kernelgym
 
 RELU = "bundled/L1/1_ReLU"
 SOLUTIONS = Path(kernelgym.__file__).parent / "solutions"
+QUICK_JUDGE = {"timing_budget_s": 1.0}  # these tests check the search loop, not the timing
+
+
+@pytest.fixture
+def env_factory(pool):
+    """gym.make on the bundled suite, cpp judge, cpu size, on the session's pool."""
+    import gymnasium as gym
+
+    made = []
+
+    def make(env_id: str = "KernelGym-L1-v0", **kwargs):
+        env = gym.make(env_id, backend="cpp", size="cpu", pool=pool, eval_options=dict(QUICK_JUDGE), **kwargs)
+        made.append(env)
+        return env
+
+    yield make
+    for env in made:
+        env.close()
 
 
 def _node(i: int, speedup: float | None, verified: bool = False, cell: int = 3, visits: int = 0) -> Node:
@@ -217,11 +235,9 @@ def test_map_elites_tunes_and_resumes_where_it_stopped(env_factory, tmp_path):
 def test_bench_runs_a_search_baseline_and_draws_it(tmp_path):
     from kernelgym.agents.bench import BenchConfig, run_bench
 
-    from tests.agents.conftest import LENIENT_JUDGE
-
     out = tmp_path / "bench"
     outcome = run_bench(BenchConfig(policy="mutate:cpp", baseline="evolve", tasks="L1/1_ReLU", turns=2, out=str(out),
-                                    baseline_options={"skills": 0}, eval_options=dict(LENIENT_JUDGE),
+                                    baseline_options={"skills": 0}, eval_options=dict(QUICK_JUDGE),
                                     tensorboard=False), progress=False)
     assert outcome.ran == 1 and outcome.records[0]["correct"] and len(outcome.records[0]["turns"]) == 2
     report = (out / "report.md").read_text()
