@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import kernelgym.kernels as kernels
+from kernelgym import kernels
 
 MAX_PCH_FLAG_SETS = 4  # precompiled headers kept (about 0.8 GB each); other flag sets build without one
 _CUDA_PRELUDE = "#include <torch/types.h>\n#include <cuda.h>\n#include <cuda_runtime.h>\n"
@@ -93,12 +93,14 @@ def build(request: ExtensionRequest, root: Path | None = None) -> Path:
         if request.cuda_sources:
             sources.append(tmp / "cuda.cu")
             sources[1].write_text(_CUDA_PRELUDE + "\n".join(request.cuda_sources))
-        options = dict(name=request.name, sources=[str(s) for s in sources], extra_cflags=list(request.extra_cflags),
-                       extra_cuda_cflags=list(request.extra_cuda_cflags), extra_ldflags=list(request.extra_ldflags),
-                       extra_include_paths=[], build_directory=str(tmp), verbose=False,
-                       with_cuda=bool(request.cuda_sources))
+        options = {"name": request.name, "sources": [str(s) for s in sources],
+                   "extra_cflags": list(request.extra_cflags),
+                   "extra_cuda_cflags": list(request.extra_cuda_cflags),
+                   "extra_ldflags": list(request.extra_ldflags), "extra_include_paths": [],
+                   "build_directory": str(tmp), "verbose": False, "with_cuda": bool(request.cuda_sources)}
         pch = precompiled_header_dir(list(request.extra_cflags), root)
-        if pch is not None:  # searched before torch's own include folder: gcc finds the header and its .gch there
+        # searched before torch's own include folder: gcc finds the header and its .gch there
+        if pch is not None:
             options["extra_include_paths"] = [str(pch)]
         accepted = inspect.signature(cpp_extension._write_ninja_file_and_build_library).parameters
         for optional in ("extra_sycl_cflags", "with_sycl"):
@@ -106,7 +108,7 @@ def build(request: ExtensionRequest, root: Path | None = None) -> Path:
                 options[optional] = None if optional == "with_sycl" else []
         try:
             cpp_extension._write_ninja_file_and_build_library(**options)
-        except Exception as exc:  # the compiler's output is in the message
+        except Exception as exc:  # noqa: BLE001 - the compiler's output is in the message
             raise kernels.BuildError("compilation failed", str(exc)) from None
         os.chmod(tmp, 0o755)
         try:
@@ -122,9 +124,10 @@ def precompiled_header_dir(extra_cflags: list[str], root: Path | None = None) ->
     """A folder with a copy of `torch/extension.h` and its precompiled header for exactly these flags.
 
     gcc uses a `.gch` only when the flags match, and torch keeps one next to its own header, rebuilt whenever
-    the flags change (about 30 s on 2 cores): solutions with different `extra_cflags` would rebuild it in turn.
-    Here each flag set gets its own, built once (with torch's own command) and cached; a later build with the
-    same flags takes about a third of the time. None when it cannot be built: the build is only slower.
+    the flags change (about 30 s on 2 cores): solutions with different `extra_cflags` would rebuild it in
+    turn. Here each flag set gets its own, built once (with torch's own command) and cached; a later build
+    with the same flags takes about a third of the time. None when it cannot be built (the build is then
+    only slower).
     """
     import torch
 
@@ -145,7 +148,7 @@ def precompiled_header_dir(extra_cflags: list[str], root: Path | None = None) ->
         shutil.copyfile(header, tmp / "torch" / "extension.h")
         ours = {header: str(tmp / "torch" / "extension.h"), pch: str(tmp / "torch" / "extension.h.gch")}
         argv = [ours.get(arg, arg) for arg in command["argv"]]
-        done = subprocess.run(argv, capture_output=True, timeout=900)
+        done = subprocess.run(argv, capture_output=True, timeout=900, check=False)
         if done.returncode != 0:
             return None
         os.chmod(tmp, 0o755)
@@ -190,7 +193,7 @@ def _torch_pch_command(extra_cflags: list[str]) -> dict | None:
         builder(list(extra_cflags), [f"/kernelgym-pch-probe-{os.getpid()}"])
     except _Captured:
         pass
-    except Exception:
+    except Exception:  # noqa: BLE001 - no probe: build without the precompiled header
         return None
     finally:
         cpp_extension.subprocess = real
@@ -203,8 +206,8 @@ def _torch_pch_command(extra_cflags: list[str]) -> dict | None:
     return {"argv": argv, "header": header, "pch": header + ".gch"}
 
 
-def load_inline(name, cpp_sources, cuda_sources=None, functions=None, extra_cflags=None, extra_cuda_cflags=None,
-                extra_ldflags=None, **_ignored):
+def load_inline(name, cpp_sources, cuda_sources=None, functions=None, extra_cflags=None,
+                extra_cuda_cflags=None, extra_ldflags=None, **_ignored):
     """Drop-in for `torch.utils.cpp_extension.load_inline` inside an evaluation (same main arguments)."""
 
     def listed(value) -> tuple[str, ...]:

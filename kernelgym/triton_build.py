@@ -81,8 +81,8 @@ def build(request: ModuleRequest, root: Path | None = None) -> Path:
         src = folder / f"{request.name}.c"
         src.write_text(request.source, encoding="utf-8", errors="surrogatepass")
         try:
-            _build(request.name, str(src), str(folder), list(request.library_dirs), list(request.include_dirs),
-                   list(request.libraries), [])
+            _build(request.name, str(src), str(folder), list(request.library_dirs),
+                   list(request.include_dirs), list(request.libraries), [])
         except (subprocess.CalledProcessError, RuntimeError, OSError) as exc:
             raise kernels.BuildError(f"Triton module {request.name} failed to build: {exc}", "") from None
 
@@ -94,7 +94,7 @@ def route_builds_to(ask: Callable[[ModuleRequest], Path]) -> bool:
     """In the candidate's process: Triton's helper builds go to `ask` (the worker). False without Triton."""
     try:
         from triton import knobs
-    except Exception:
+    except Exception:  # noqa: BLE001 - a broken Triton install is no Triton here
         return False
 
     def impl(name, src, srcdir, library_dirs, include_dirs, libraries):
@@ -110,11 +110,11 @@ def route_builds_to(ask: Callable[[ModuleRequest], Path]) -> bool:
 def _triton_build_inputs() -> tuple[set[str], set[str], set[str]]:
     try:
         from triton.backends.nvidia import driver
-    except Exception:
+    except Exception:  # noqa: BLE001 - a broken Triton install is no Triton here
         return set(), set(), set()
     try:
         library_dirs = set(driver.library_dirs())
-    except Exception:  # no libcuda on this machine
+    except Exception:  # noqa: BLE001 - no libcuda on this machine
         library_dirs = {driver.libdevice_dir}
     return library_dirs, set(driver.include_dirs), set(driver.libraries)
 
@@ -128,5 +128,5 @@ def _triton_version() -> str:
         import triton
 
         return triton.__version__
-    except Exception:
+    except Exception:  # noqa: BLE001 - a broken Triton install is no Triton here
         return "-"

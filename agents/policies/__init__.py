@@ -9,6 +9,7 @@ Specs (options after `?` as `key=value&key=value`, e.g. `smollm2?temperature=0&m
 - `tiny:FOLDER` — a tiny random model, built in FOLDER if missing (plumbing smoke tests)
 - `mutate:cpp`, `mutate:triton` — no model: moves the tuning parameters of the bundled solution or of the
   parent it is shown (block/tile constants, unroll, OpenMP schedule, Triton block sizes; see mutate.py)
+- `davinci:CHECKPOINT` — a trained daVinci backbone (selection and policy roles; use `--baseline davinci`)
 - `openai:MODEL@BASE_URL` — an OpenAI-compatible endpoint (OpenAIConfig fields as options, e.g.
   `api_key_env=MY_KEY&concurrency=8`); without `@BASE_URL`, $OPENAI_BASE_URL or the OpenAI API
 """
@@ -18,6 +19,9 @@ from __future__ import annotations
 from typing import Any
 
 from kernelgym.agents.policy import BasePolicy, Policy
+from kernelgym.errors import ConfigError, did_you_mean
+
+KINDS = ("replay", "scripted", "smollm2", "hf", "tiny", "davinci", "mutate", "openai")
 
 
 def _value(text: str) -> Any:
@@ -68,7 +72,8 @@ def make_policy(spec: str) -> Policy:
         from kernelgym.agents.policies.hf import HFPolicy, SamplingConfig
 
         if not rest:
-            raise ValueError(f"{kind}: needs a model path or name, e.g. hf:HuggingFaceTB/SmolLM2-135M-Instruct")
+            raise ConfigError(f"{kind}: needs a model path or name, e.g. "
+                              "hf:HuggingFaceTB/SmolLM2-135M-Instruct")
         if kind == "tiny":
             import os
 
@@ -81,15 +86,23 @@ def make_policy(spec: str) -> Policy:
         from kernelgym.agents.policies.mutate import parse_mutate
 
         return parse_mutate(rest, options)
+    if kind == "davinci":
+        from kernelgym.agents.davinci.policy import DavinciPolicy
+
+        if not rest:
+            raise ConfigError("davinci: needs a checkpoint folder, e.g. "
+                              "davinci:runs/davinci-rl/checkpoint-10/model")
+        return DavinciPolicy(rest, **options)
     if kind == "openai":
         from kernelgym.agents.policies.openai_compat import OpenAIConfig, OpenAIPolicy
 
         model, _, base_url = rest.partition("@")
         if not model:
-            raise ValueError("openai: needs a model, e.g. openai:Qwen/Qwen2.5-Coder-7B-Instruct@http://127.0.0.1:8000/v1")
+            raise ConfigError("openai: needs a model, e.g. "
+                              "openai:Qwen/Qwen2.5-Coder-7B-Instruct@http://127.0.0.1:8000/v1")
         return OpenAIPolicy(OpenAIConfig(model=model, base_url=base_url or None, **options))
-    raise ValueError(f"unknown policy spec {spec!r}; use replay:..., scripted:..., smollm2, hf:..., tiny:..., "
-                     "mutate:BACKEND or openai:MODEL@URL")
+    raise ConfigError(f"unknown policy spec {spec!r}; use replay:..., scripted:..., smollm2, hf:..., tiny:..., "
+                      f"davinci:..., mutate:BACKEND or openai:MODEL@URL.{did_you_mean(kind, KINDS)}")
 
 
 __all__ = ["BasePolicy", "Policy", "make_policy", "split_options"]

@@ -1,4 +1,5 @@
-"""A worker whose own process touched the CUDA driver is replaced, and the evaluation it spoiled runs again."""
+"""A worker whose own process touched the CUDA driver is replaced, and the evaluation it spoiled runs
+again."""
 
 from pathlib import Path
 
@@ -8,10 +9,11 @@ from kernelgym.workers import pool as pool_mod
 
 def test_a_spoiled_fork_is_recognised_only_by_its_exact_message():
     spoiled = EvalResult("t", "cuda", "gpu", Verdict.RUNTIME_ERROR, [
-        "reference_failed: the task's reference raised RuntimeError: Cannot re-initialize CUDA in forked subprocess. "
-        "To use CUDA with multiprocessing, you must use the 'spawn' start method"])
+        ("reference_failed: the task's reference raised RuntimeError: Cannot re-initialize CUDA in forked "
+         "subprocess. To use CUDA with multiprocessing, you must use the 'spawn' start method")])
     assert pool_mod._spoiled(spoiled)
-    assert not pool_mod._spoiled(EvalResult("t", "cuda", "gpu", Verdict.RUNTIME_ERROR, ["forward_error: CUDA error"]))
+    assert not pool_mod._spoiled(EvalResult("t", "cuda", "gpu", Verdict.RUNTIME_ERROR,
+                                            ["forward_error: CUDA error"]))
 
 
 def test_the_pool_judges_a_spoiled_evaluation_again_in_a_fresh_worker(monkeypatch, relu_task, relu_solution):
