@@ -46,8 +46,15 @@ def run(methods, tasks, budget: int, policy: str, out: Path, replies_factor: flo
     found: dict[str, dict[str, dict]] = {}
     for method in methods:
         options = {"max_proposals_factor": replies_factor} if replies_factor and method in SEARCHES else {}
-        config = BenchConfig(policy=policy, baseline=method, tasks=",".join(tasks), turns=budget,
-                             out=str(out / method), tensorboard=False, baseline_options=options)
+        config = BenchConfig(
+            policy=policy,
+            baseline=method,
+            tasks=",".join(tasks),
+            turns=budget,
+            out=str(out / method),
+            tensorboard=False,
+            baseline_options=options,
+        )
         outcome = run_bench(config, progress=True, command=f"search_cpu.py {method}")
         found[method] = {r["task_id"]: r for r in outcome.records}
     return found
@@ -82,19 +89,27 @@ def confirm(out: Path, methods, tasks, backend: str = "cpp") -> dict[str, dict[s
     with EvalPool(workers=1) as pool:  # task by task, the candidates in turn: load drifts hit them alike
         for task_id in [t for t in seeds if t.split("/", 1)[-1] in tasks]:
             for label, per in [(label, per) for label, per in sources.items() if task_id in per]:
-                result = pool.evaluate(bundled().get(task_id.split("/", 1)[-1]), per[task_id], backend=backend)
-                fresh.setdefault(label, {})[task_id] = {"speedup": result.speedup,
-                                                       "verified": result.verified_speedup is not None}
+                result = pool.evaluate(
+                    bundled().get(task_id.split("/", 1)[-1]), per[task_id], backend=backend
+                )
+                fresh.setdefault(label, {})[task_id] = {
+                    "speedup": result.speedup,
+                    "verified": result.verified_speedup is not None,
+                }
     return fresh
 
 
 def confirm_table(fresh: dict[str, dict[str, dict]]) -> str:
     tasks = sorted({t for per in fresh.values() for t in per})
-    lines = ["| candidate | " + " | ".join(t.split("/", 1)[-1] for t in tasks) + " |",
-             "| --- |" + " --- |" * len(tasks)]
+    lines = [
+        "| candidate | " + " | ".join(t.split("/", 1)[-1] for t in tasks) + " |",
+        "| --- |" + " --- |" * len(tasks),
+    ]
     for label, per in fresh.items():
-        cells = [f"{per[t]['speedup'] or 0:.3g}x{' verified' if per[t]['verified'] else ''}" if t in per else "-"
-                 for t in tasks]
+        cells = [
+            f"{per[t]['speedup'] or 0:.3g}x{' verified' if per[t]['verified'] else ''}" if t in per else "-"
+            for t in tasks
+        ]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -107,23 +122,34 @@ def _geomean(values: list[float]) -> float | None:
 def table(found: dict[str, dict[str, dict]], budget: int) -> str:
     """Per method and task: best verified speedup (best measured; the first candidate's measured speedup)."""
     tasks = sorted({t for per in found.values() for t in per})
-    lines = ["| method | " + " | ".join(t.split("/", 1)[-1] for t in tasks)
-             + " | tasks verified | geomean best measured | judge calls |",
-             "| --- |" + " --- |" * (len(tasks) + 3)]
+    lines = [
+        "| method | "
+        + " | ".join(t.split("/", 1)[-1] for t in tasks)
+        + " | tasks verified | geomean best measured | judge calls |",
+        "| --- |" + " --- |" * (len(tasks) + 3),
+    ]
     for method, per in found.items():
         cells, measured_bests, verified_tasks, calls = [], [], 0, 0
         for t in tasks:
             points = curve(per[t]) if t in per else []
-            first = next((turn.get("speedup") for turn in per.get(t, {}).get("turns", [])
-                          if turn.get("verdict") not in NOT_JUDGED), None)
+            first = next(
+                (
+                    turn.get("speedup")
+                    for turn in per.get(t, {}).get("turns", [])
+                    if turn.get("verdict") not in NOT_JUDGED
+                ),
+                None,
+            )
             verified, measured = (points[-1][1], points[-1][2]) if points else (0.0, 0.0)
             calls += len(points)
             verified_tasks += verified > 0
             measured_bests.append(measured)
             cells.append(f"{verified:.3g}x ({measured:.3g}x; first {first or 0:.3g}x)")
         gm = _geomean(measured_bests)
-        lines.append(f"| {method} | " + " | ".join(cells) + f" | {verified_tasks}/{len(tasks)} | "
-                     f"{f'{gm:.3g}x' if gm else '-'} | {calls}/{budget * len(tasks)} |")
+        lines.append(
+            f"| {method} | " + " | ".join(cells) + f" | {verified_tasks}/{len(tasks)} | "
+            f"{f'{gm:.3g}x' if gm else '-'} | {calls}/{budget * len(tasks)} |"
+        )
     return "\n".join(lines)
 
 
@@ -139,8 +165,12 @@ def plot(found: dict[str, dict[str, dict]], path: Path, budget: int) -> None:
             ax = axes[row][col]
             for task, record in sorted(per.items()):
                 points = curve(record)
-                ax.step([0] + [p[0] for p in points], [0.0] + [p[1 + row] for p in points], where="post",
-                        label=task.split("/", 1)[-1])
+                ax.step(
+                    [0] + [p[0] for p in points],
+                    [0.0] + [p[1 + row] for p in points],
+                    where="post",
+                    label=task.split("/", 1)[-1],
+                )
             ax.axhline(1.0, color="#bbbbbb", linestyle=":", linewidth=1)
             ax.set_xlim(0, budget)
             if col == 0:
@@ -172,15 +202,21 @@ def main() -> None:
     parser.add_argument("--methods", default=",".join(METHODS))
     parser.add_argument("--budget", type=int, default=6, help="judge calls per task")
     parser.add_argument("--policy", default="mutate:cpp")
-    parser.add_argument("--replies-factor", type=float, default=None,
-                        help="evolve/map_elites: at most this many replies per judge call of the budget (an LLM "
-                             "that often answers without code; 1 = as many replies as refine and best_of_n get)")
+    parser.add_argument(
+        "--replies-factor",
+        type=float,
+        default=None,
+        help="evolve/map_elites: at most this many replies per judge call of the budget (an LLM "
+        "that often answers without code; 1 = as many replies as refine and best_of_n get)",
+    )
     parser.add_argument("--out", default="runs/search_cpu")
     parser.add_argument("--no-confirm", action="store_true", help="skip the fresh evaluations of the bests")
     parser.add_argument("--md", default=None, help="also write the table here (with the plot beside it)")
     args = parser.parse_args()
     out = Path(args.out)
-    found = run(args.methods.split(","), args.tasks.split(","), args.budget, args.policy, out, args.replies_factor)
+    found = run(
+        args.methods.split(","), args.tasks.split(","), args.budget, args.policy, out, args.replies_factor
+    )
     text = table(found, args.budget)
     if not args.no_confirm:
         fresh = confirm(out, list(found), args.tasks.split(","))
@@ -189,8 +225,9 @@ def main() -> None:
         text += confirm_table(fresh)
     png = Path(args.md).with_suffix(".png") if args.md else out / "search_cpu.png"
     plot(found, png, args.budget)
-    (out / "search_cpu.json").write_text(json.dumps({m: {t: curve(r) for t, r in per.items()}
-                                                     for m, per in found.items()}, indent=1))
+    (out / "search_cpu.json").write_text(
+        json.dumps({m: {t: curve(r) for t, r in per.items()} for m, per in found.items()}, indent=1)
+    )
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     print(text)
     print(f"{stamp}; {platform.machine()}, {versions()}; plot: {png}")

@@ -47,10 +47,16 @@ def tune_task(pool, task, seed_source: str, trials: int, deadline: float, backen
     from kernelgym.agents.baselines.tuning import TemplateTuner, TuningConfig
 
     first = pool.evaluate(task, seed_source, backend=backend, size=size)
-    tuner = TemplateTuner(seed_source, score(first), TuningConfig(trials=trials, max_params=4, seed=0,
-                                                                  startup_trials=3))
-    row = {"task": task.id, "params": [p.name for p in tuner.params], "seed_speedup": first.speedup,
-           "seed_verified": first.verified_speedup is not None, "trials": []}
+    tuner = TemplateTuner(
+        seed_source, score(first), TuningConfig(trials=trials, max_params=4, seed=0, startup_trials=3)
+    )
+    row = {
+        "task": task.id,
+        "params": [p.name for p in tuner.params],
+        "seed_speedup": first.speedup,
+        "seed_verified": first.verified_speedup is not None,
+        "trials": [],
+    }
     best = (score(first), seed_source, {})
     for _ in range(trials):
         if time.monotonic() > deadline:
@@ -58,8 +64,14 @@ def tune_task(pool, task, seed_source: str, trials: int, deadline: float, backen
         trial, source, values = tuner.ask()
         result = pool.evaluate(task, source, backend=backend, size=size)
         tuner.tell(trial, values, score(result))
-        row["trials"].append({"params": values, "verdict": str(result.verdict), "speedup": result.speedup,
-                              "verified": result.verified_speedup is not None})
+        row["trials"].append(
+            {
+                "params": values,
+                "verdict": str(result.verdict),
+                "speedup": result.speedup,
+                "verified": result.verified_speedup is not None,
+            }
+        )
         if score(result) > best[0]:
             best = (score(result), source, values)
     row["best_params"] = best[2]
@@ -67,10 +79,17 @@ def tune_task(pool, task, seed_source: str, trials: int, deadline: float, backen
         tuned = pool.evaluate(task, best[1], backend=backend, size=size)
         again = pool.evaluate(task, seed_source, backend=backend, size=size)
         low = tuned.timing.speedup_ci_low if tuned.timing is not None else None
-        row.update(confirmed_speedup=tuned.speedup, confirmed_ci_low=low,
-                   confirmed_verified=tuned.verified_speedup is not None, seed_again_speedup=again.speedup,
-                   faster=bool(tuned.verified_speedup and low is not None
-                               and low > max(again.speedup or 0, first.speedup or 0)))
+        row.update(
+            confirmed_speedup=tuned.speedup,
+            confirmed_ci_low=low,
+            confirmed_verified=tuned.verified_speedup is not None,
+            seed_again_speedup=again.speedup,
+            faster=bool(
+                tuned.verified_speedup
+                and low is not None
+                and low > max(again.speedup or 0, first.speedup or 0)
+            ),
+        )
     return row
 
 
@@ -83,8 +102,10 @@ def phase_tuning(tasks, trials: int, deadline: float, backend: str, size: str) -
     chosen = [t for t in tasks if t in seeds]
     # One thread per task on a pool of as many workers: builds overlap, timing holds the device lock.
     with EvalPool(workers=max(1, len(chosen))) as pool, ThreadPoolExecutor(max(1, len(chosen))) as threads:
-        jobs = [threads.submit(tune_task, pool, bundled().get(t), seeds[t], trials, deadline, backend, size)
-                for t in chosen]
+        jobs = [
+            threads.submit(tune_task, pool, bundled().get(t), seeds[t], trials, deadline, backend, size)
+            for t in chosen
+        ]
         rows = [job.result() for job in jobs]
     for row in rows:
         print(json.dumps(row), flush=True)
@@ -96,9 +117,27 @@ def phase_compare(task: str, budget: int, work: Path, backend: str, size: str) -
     matplotlib is not thread-safe); returns {method: {task id: result record}}."""
     procs = {}
     for method in METHODS:
-        cmd = [sys.executable, "-c", "from kernelgym.cli import main; main()", "bench", "--policy",
-               f"mutate:{backend}", "--baseline", method, "--backend", backend, "--size", size, "--tasks", task,
-               "--turns", str(budget), "--out", str(work / method), "--no-tensorboard"]
+        cmd = [
+            sys.executable,
+            "-c",
+            "from kernelgym.cli import main; main()",
+            "bench",
+            "--policy",
+            f"mutate:{backend}",
+            "--baseline",
+            method,
+            "--backend",
+            backend,
+            "--size",
+            size,
+            "--tasks",
+            task,
+            "--turns",
+            str(budget),
+            "--out",
+            str(work / method),
+            "--no-tensorboard",
+        ]
         procs[method] = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     found = {}
     for method, proc in procs.items():
@@ -107,8 +146,11 @@ def phase_compare(task: str, budget: int, work: Path, backend: str, size: str) -
         if proc.returncode != 0 or not results.exists():
             print(f"{method}: bench failed ({proc.returncode}): {err[-800:]}", flush=True)
             continue
-        found[method] = {json.loads(line)["task_id"]: json.loads(line) for line in results.read_text().splitlines()
-                         if line.strip()}
+        found[method] = {
+            json.loads(line)["task_id"]: json.loads(line)
+            for line in results.read_text().splitlines()
+            if line.strip()
+        }
     return found
 
 
@@ -121,23 +163,46 @@ def markdown(rows: list[dict], found: dict, args, started: float) -> str:
     import triton
 
     device = torch.cuda.get_device_name() if torch.cuda.is_available() else "no GPU"
-    lines = [f"# Search baselines on {device}", "",
-             (f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC}; torch {torch.__version__}, "
-             f"triton {triton.__version__}, Python {platform.python_version()}; wall {time.monotonic() - started:.0f} s"),
-             (f"Command: `OUT=... python benchmarks/search_gpu.py --trials {args.trials} --budget {args.budget} "
-             f"--tuning-s {args.tuning_s} --backend {args.backend}`"), "", "## Template tuning (Optuna) of the bundled Triton solutions", "",
-             "| task | tuned parameters | bundled | trials | best parameters | tuned, fresh | bundled, fresh | faster |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        f"# Search baselines on {device}",
+        "",
+        (
+            f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC}; torch {torch.__version__}, "
+            f"triton {triton.__version__}, Python {platform.python_version()}; "
+            f"wall {time.monotonic() - started:.0f} s"
+        ),
+        (
+            f"Command: `OUT=... python benchmarks/search_gpu.py --trials {args.trials} "
+            f"--budget {args.budget} "
+            f"--tuning-s {args.tuning_s} --backend {args.backend}`"
+        ),
+        "",
+        "## Template tuning (Optuna) of the bundled Triton solutions",
+        "",
+        ("| task | tuned parameters | bundled | trials | best parameters | tuned, fresh | bundled, fresh "
+        "| faster |"),
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for r in rows:
         best = ", ".join(f"{k}={v}" for k, v in r.get("best_params", {}).items()) or "(the bundled one)"
-        lines.append(f"| {r['task']} | {', '.join(r['params'])} | {_fmt(r['seed_speedup'])} | {len(r['trials'])} | "
-                     f"{best} | {_fmt(r.get('confirmed_speedup'))} (CI low {_fmt(r.get('confirmed_ci_low'))}"
-                     f"{', verified' if r.get('confirmed_verified') else ''})"
-                     f" | {_fmt(r.get('seed_again_speedup'))} | {'yes' if r.get('faster') else 'no'} |")
-    lines += ["", ("faster = the tuned configuration's fresh evaluation is verified and the low end of its 95% "
-               "interval is above both measured speedups of the bundled one."), "", (f"## Same budget ({args.budget} judge calls) on {args.compare_task}, "
-              f"policy mutate:{args.backend}"), "", "| method | best verified | best measured | judge calls |",
-              "| --- | --- | --- | --- |"]
+        lines.append(
+            f"| {r['task']} | {', '.join(r['params'])} | {_fmt(r['seed_speedup'])} | {len(r['trials'])} | "
+            f"{best} | {_fmt(r.get('confirmed_speedup'))} (CI low {_fmt(r.get('confirmed_ci_low'))}"
+            f"{', verified' if r.get('confirmed_verified') else ''})"
+            f" | {_fmt(r.get('seed_again_speedup'))} | {'yes' if r.get('faster') else 'no'} |"
+        )
+    lines += [
+        "",
+        (
+            "faster = the tuned configuration's fresh evaluation is verified and the low end of its 95% "
+            "interval is above both measured speedups of the bundled one."
+        ),
+        "",
+        (f"## Same budget ({args.budget} judge calls) on {args.compare_task}, policy mutate:{args.backend}"),
+        "",
+        "| method | best verified | best measured | judge calls |",
+        "| --- | --- | --- | --- |",
+    ]
     for method, per in found.items():
         for record in per.values():
             points = curve(record)
@@ -165,8 +230,16 @@ def main() -> None:
         found = phase_compare(args.compare_task, args.budget, Path(work), args.backend, size)
     if found:
         plot(found, out / "search_gpu.png", args.budget)
-    (out / "search_gpu.json").write_text(json.dumps({"tuning": rows, "compare": {
-        m: {t: curve(r) for t, r in per.items()} for m, per in found.items()}}, indent=1, default=str))
+    (out / "search_gpu.json").write_text(
+        json.dumps(
+            {
+                "tuning": rows,
+                "compare": {m: {t: curve(r) for t, r in per.items()} for m, per in found.items()},
+            },
+            indent=1,
+            default=str,
+        )
+    )
     text = markdown(rows, found, args, started)
     (out / "search_gpu.md").write_text(text)
     print(text)

@@ -5,7 +5,8 @@
 - Selection: UCB over the nodes that can be parents (correct ones; before any is correct, every judged one,
   so the first fixes build on the failures): value = score relative to the best (Node.score: the fitness,
   else a tenth of the measured speedup), plus
-  `exploration * sqrt(ln(visits of all) / (1 + visits))` (a visit is a reply asked for from it), plus `novelty * 1 / (nodes sharing its
+  `exploration * sqrt(ln(visits of all) / (1 + visits))` (a visit is a reply asked for from it), plus
+  `novelty * 1 / (nodes sharing its
   behaviour cell)`; ties go to the measured speedup.
 - Universal operator: one prompt for every step: the task statement, the parent's code, the judge's
   feedback on it (timings, roofline, profile) and the skills retrieved for the task from the skill store;
@@ -75,19 +76,28 @@ def retrieve_skills(env, task_id: str, config: EvolveConfig) -> str:
 
         task = next((t for t in env.unwrapped.tasks if t.id == task_id), None)
         hits = Retriever.from_store(open_store(config.skills_db)).search(
-            task if task is not None else task_id, backend=env.unwrapped.backend, k=config.skills)
+            task if task is not None else task_id, backend=env.unwrapped.backend, k=config.skills
+        )
     except Exception:  # noqa: BLE001 - skills are help, not a requirement: a broken store means none
         return ""
     return "\n\n".join(h.skill.to_prompt() for h in hits)
 
 
-def run_episode(env, policy, task_id: str, config: EvolveConfig | None = None, *, sample: int = 0,
-                seed: int | None = None) -> EpisodeRecord:
+def run_episode(
+    env, policy, task_id: str, config: EvolveConfig | None = None, *, sample: int = 0, seed: int | None = None
+) -> EpisodeRecord:
     config = config or EvolveConfig()
     obs, info, _ = start(env, task_id, seed)
-    search = Search(env, NAME, info.get("task_id", task_id), sample, budget=config.budget,
-                    state_dir=config.state_dir, max_proposals_factor=config.max_proposals_factor,
-                    patience=config.patience)
+    search = Search(
+        env,
+        NAME,
+        info.get("task_id", task_id),
+        sample,
+        budget=config.budget,
+        state_dir=config.state_dir,
+        max_proposals_factor=config.max_proposals_factor,
+        patience=config.patience,
+    )
     statement = obs["prompt"]
     skills = retrieve_skills(env, task_id, config)
     while not search.should_stop():
@@ -103,7 +113,9 @@ def run_episode(env, policy, task_id: str, config: EvolveConfig | None = None, *
             prompt = rewrite_prompt(statement, parent, guidance, config.max_code_chars)
             messages = [{"role": "user", "content": prompt}]
             extra = {"parent_source": parent.source, "parent_id": parent.id}
-        reply = policy.act({**obs, "messages": messages},
-                           policy_info(info, state.proposals, role="generator", phase=NAME, **extra))
+        reply = policy.act(
+            {**obs, "messages": messages},
+            policy_info(info, state.proposals, role="generator", phase=NAME, **extra),
+        )
         search.judge(reply, parent, "seed" if parent is None else "rewrite", started=started)
     return search.finish(info)

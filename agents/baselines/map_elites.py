@@ -32,10 +32,14 @@ from kernelgym.agents.policies.scripted import fence
 NAME = "map_elites"
 
 INSTRUCTIONS = (
-    ("Tile and block the loops so each block's working set stays in cache or shared memory; choose block "
-    "sizes that fit this problem size."),
-    ("Balance the parallel work: change how iterations are split across threads (the OpenMP schedule) or "
-    "programs (the grid), so no core or SM idles."),
+    (
+        "Tile and block the loops so each block's working set stays in cache or shared memory; choose block "
+        "sizes that fit this problem size."
+    ),
+    (
+        "Balance the parallel work: change how iterations are split across threads (the OpenMP schedule) or "
+        "programs (the grid), so no core or SM idles."
+    ),
     "Unroll and vectorize the innermost loops and keep the accumulators in registers.",
     "Cut memory traffic: fuse the steps into one pass, read each input once and write no temporaries.",
 )
@@ -58,6 +62,7 @@ class MapElitesConfig:
 
 # archive ----------------------------------------------------------------------------------------------------
 
+
 def cell_key(node: Node) -> str:
     d = node.descriptor
     return f"{d.get('bound')}|r{d.get('roofline_bin')}|k{d.get('kernels')}|t{d.get('tile_log2')}"
@@ -77,8 +82,16 @@ def insert(archive: dict[str, int], nodes: list[Node], node: Node) -> bool:
 
 # meta-prompts -----------------------------------------------------------------------------------------------
 
+
 def new_prompt(prompts: list[dict[str, Any]], text: str, parent: int | None) -> dict[str, Any]:
-    item = {"id": len(prompts), "text": text.strip(), "parent": parent, "uses": 0, "score_sum": 0.0, "alive": True}
+    item = {
+        "id": len(prompts),
+        "text": text.strip(),
+        "parent": parent,
+        "uses": 0,
+        "score_sum": 0.0,
+        "alive": True,
+    }
     prompts.append(item)
     return item
 
@@ -115,8 +128,9 @@ def evolve_prompts(prompts: list[dict[str, Any]], size: int, rng: random.Random,
 
 # the search -------------------------------------------------------------------------------------------------
 
+
 def _tuning_step(search: Search, config: MapElitesConfig, tuners: dict[str, Any]) -> bool:
-    """One tuning trial on the best elite when a session is open or due; False when there is nothing to tune."""
+    """One tuning trial on the best elite when a session is open or due; False when nothing is to tune."""
     from kernelgym.agents.baselines.tuning import TemplateTuner, TuningConfig, tunable
 
     state = search.state
@@ -134,8 +148,11 @@ def _tuning_step(search: Search, config: MapElitesConfig, tuners: dict[str, Any]
     tuner = tuners.get(best.source_hash)
     if tuner is None:
         tuner = tuners[best.source_hash] = TemplateTuner(
-            best.source, best.score, TuningConfig(trials=config.tune_trials, max_params=config.tune_max_params,
-                                                  seed=config.seed), history=session["trials"])
+            best.source,
+            best.score,
+            TuningConfig(trials=config.tune_trials, max_params=config.tune_max_params, seed=config.seed),
+            history=session["trials"],
+        )
     trial, source, values = tuner.ask()
     session["asked"] += 1
     calls = state.calls
@@ -163,21 +180,42 @@ def _choose_parent(state, rng: random.Random, seeds: int) -> Node | None:
 def _meta_step(policy, obs, info, state, config: MapElitesConfig, rng: random.Random) -> None:
     prompts = state.extra["prompts"]
     best = max([p for p in prompts if p["alive"]], key=mean_score)
-    ask = [{"role": "user", "content": "Rewrite this instruction for a kernel-optimizing model so it leads to "
-            f"faster kernels; answer with the instruction only, one or two sentences:\n{best['text']}"}]
-    rewrite = str(policy.act({**obs, "messages": ask}, policy_info(info, state.proposals, role="meta_prompt")))
+    ask = [
+        {
+            "role": "user",
+            "content": "Rewrite this instruction for a kernel-optimizing model so it leads to "
+            f"faster kernels; answer with the instruction only, one or two sentences:\n{best['text']}",
+        }
+    ]
+    rewrite = str(
+        policy.act({**obs, "messages": ask}, policy_info(info, state.proposals, role="meta_prompt"))
+    )
     if "```" in rewrite or len(rewrite) > 600:
         rewrite = ""  # not an instruction
     evolve_prompts(prompts, config.prompts, rng, rewrite)
 
 
-def run_episode(env, policy, task_id: str, config: MapElitesConfig | None = None, *, sample: int = 0,
-                seed: int | None = None) -> EpisodeRecord:
+def run_episode(
+    env,
+    policy,
+    task_id: str,
+    config: MapElitesConfig | None = None,
+    *,
+    sample: int = 0,
+    seed: int | None = None,
+) -> EpisodeRecord:
     config = config or MapElitesConfig()
     obs, info, _ = start(env, task_id, seed)
-    search = Search(env, NAME, info.get("task_id", task_id), sample, budget=config.budget,
-                    state_dir=config.state_dir, max_proposals_factor=config.max_proposals_factor,
-                    patience=config.patience)
+    search = Search(
+        env,
+        NAME,
+        info.get("task_id", task_id),
+        sample,
+        budget=config.budget,
+        state_dir=config.state_dir,
+        max_proposals_factor=config.max_proposals_factor,
+        patience=config.patience,
+    )
     state = search.state
     if "prompts" not in state.extra:
         state.extra["prompts"] = []
@@ -194,12 +232,23 @@ def run_episode(env, policy, task_id: str, config: MapElitesConfig | None = None
         if parent is None:
             messages, extra = [{"role": "user", "content": obs["prompt"]}], {}
         else:
-            text = rewrite_prompt(obs["prompt"], parent, f"Instructions: {prompt['text']}", config.max_code_chars)
+            text = rewrite_prompt(
+                obs["prompt"], parent, f"Instructions: {prompt['text']}", config.max_code_chars
+            )
             messages, extra = [{"role": "user", "content": text}], {"parent_source": parent.source}
-        reply = policy.act({**obs, "messages": messages}, policy_info(
-            info, state.proposals, role="generator", phase=NAME, instructions=prompt["text"], **extra))
-        node = search.judge(reply, parent, "seed" if parent is None else "rewrite", started=started,
-                            **({} if parent is None else {"prompt": prompt["id"]}))
+        reply = policy.act(
+            {**obs, "messages": messages},
+            policy_info(
+                info, state.proposals, role="generator", phase=NAME, instructions=prompt["text"], **extra
+            ),
+        )
+        node = search.judge(
+            reply,
+            parent,
+            "seed" if parent is None else "rewrite",
+            started=started,
+            **({} if parent is None else {"prompt": prompt["id"]}),
+        )
         if node is not None and parent is not None:
             prompt["uses"] += 1
             prompt["score_sum"] += node.score

@@ -140,8 +140,13 @@ def descriptor(result: dict[str, Any], source: str) -> dict[str, Any]:
     timing = result.get("timing") or {}
     profile = result.get("profile") or {}
     fraction = timing.get("roofline_fraction")
-    tiles = [int(p.value) for p in templates.find_params(source) if p.kind in ("constant", "launch")
-             and p.value.isdigit() and not p.name.startswith(("num_warps", "num_stages"))]
+    tiles = [
+        int(p.value)
+        for p in templates.find_params(source)
+        if p.kind in ("constant", "launch")
+        and p.value.isdigit()
+        and not p.name.startswith(("num_warps", "num_stages"))
+    ]
     return {
         "bound": timing.get("bound") or "unknown",
         "roofline_bin": None if fraction is None else min(4, int(max(0.0, float(fraction)) * 4)),
@@ -153,23 +158,42 @@ def descriptor(result: dict[str, Any], source: str) -> dict[str, Any]:
 def rewrite_prompt(statement: str, parent: Node, guidance: str, limit: int) -> str:
     """The universal operator's prompt: the task, a parent, the judge's report on it, and guidance
     (retrieved skills, evolved instructions)."""
-    status = (f"verified speedup {parent.fitness:.3g}x" if parent.fitness else
-              f"correct, speedup {parent.speedup or 0:.3g}x (not verified)" if parent.correct else
-              f"rejected ({parent.verdict})")
-    parts = [statement, f"A candidate solution ({status}):\n```python\n{parent.source.strip()[:limit]}\n```",
-             f"The judge's report on it:\n{parent.feedback.strip()}"]
+    status = (
+        f"verified speedup {parent.fitness:.3g}x"
+        if parent.fitness
+        else f"correct, speedup {parent.speedup or 0:.3g}x (not verified)"
+        if parent.correct
+        else f"rejected ({parent.verdict})"
+    )
+    parts = [
+        statement,
+        f"A candidate solution ({status}):\n```python\n{parent.source.strip()[:limit]}\n```",
+        f"The judge's report on it:\n{parent.feedback.strip()}",
+    ]
     if guidance:
         parts.append(guidance)
-    parts.append("Write an improved version: fix what the judge rejected, else make it faster. Answer with "
-                 "the whole module in one ```python block.")
+    parts.append(
+        "Write an improved version: fix what the judge rejected, else make it faster. Answer with "
+        "the whole module in one ```python block."
+    )
     return "\n\n".join(parts)
 
 
 class Search:
     """One task's search: judges candidates through the environment, within the budget, with a checkpoint."""
 
-    def __init__(self, env, baseline: str, task_id: str, sample: int, *, budget: int | None,
-                 state_dir: str | None, max_proposals_factor: float = 4.0, patience: int | None = None):
+    def __init__(
+        self,
+        env,
+        baseline: str,
+        task_id: str,
+        sample: int,
+        *,
+        budget: int | None,
+        state_dir: str | None,
+        max_proposals_factor: float = 4.0,
+        patience: int | None = None,
+    ):
         self.env = env
         self.path = state_path(env, state_dir, baseline, task_id, sample)
         self.state = load_state(self.path) or SearchState(baseline, task_id, sample)
@@ -203,8 +227,9 @@ class Search:
         best_now = curve[-1]["best_rank"] if curve else [0, 0]
         return len(curve) > self.patience and curve[-1 - self.patience]["best_rank"] == best_now
 
-    def judge(self, reply: str, parent: Node | None, operator: str, *, started: float | None = None,
-              **extra: Any) -> Node | None:
+    def judge(
+        self, reply: str, parent: Node | None, operator: str, *, started: float | None = None, **extra: Any
+    ) -> Node | None:
         """Judge `reply` as a child of `parent` (None: a root). Returns its node (the existing one for a
         duplicate) or None when the reply held no code."""
         from kernelgym.envs.parsing import parse_reply
@@ -226,17 +251,32 @@ class Search:
         obs, info, over, turn = step(self.env, reply, s.calls, started=started, phase=operator)
         s.calls += 1
         result = info.get("result") or {}
-        node = Node(id=len(s.nodes), parent=None if parent is None else parent.id, operator=operator,
-                    source_hash=digest, source=parsed.code, verdict=turn.verdict, correct=turn.correct,
-                    speedup=turn.speedup, verified=turn.verified, call=s.calls,
-                    descriptor=descriptor(result, parsed.code), feedback=str(obs.get("feedback", ""))[:4000],
-                    extra=extra)
+        node = Node(
+            id=len(s.nodes),
+            parent=None if parent is None else parent.id,
+            operator=operator,
+            source_hash=digest,
+            source=parsed.code,
+            verdict=turn.verdict,
+            correct=turn.correct,
+            speedup=turn.speedup,
+            verified=turn.verified,
+            call=s.calls,
+            descriptor=descriptor(result, parsed.code),
+            feedback=str(obs.get("feedback", ""))[:4000],
+            extra=extra,
+        )
         s.nodes.append(node)
         s.turns.append(asdict(turn))
         best = s.best()
-        s.curve.append({"call": s.calls, "best_verified_speedup": best.fitness if best else 0.0,
-                        "best_speedup": best.speedup if best and best.correct else None,
-                        "best_rank": list(best.rank) if best else [0.0, 0.0]})
+        s.curve.append(
+            {
+                "call": s.calls,
+                "best_verified_speedup": best.fitness if best else 0.0,
+                "best_speedup": best.speedup if best and best.correct else None,
+                "best_rank": list(best.rank) if best else [0.0, 0.0],
+            }
+        )
         self.done_reply = self.done_reply or over  # the environment ended it (e.g. a target speedup reached)
         self.checkpoint()
         return node
@@ -255,8 +295,15 @@ class Search:
             draw_graph(s, self.path.with_suffix(".png"))
         names = set(TurnRecord.__dataclass_fields__)
         turns = [TurnRecord(**{k: v for k, v in t.items() if k in names}) for t in s.turns]
-        return EpisodeRecord(task_id=s.task_id, sample=s.sample, baseline=s.baseline, level=s.level,
-                             category=s.category, turns=turns, wall_s=s.wall_s)
+        return EpisodeRecord(
+            task_id=s.task_id,
+            sample=s.sample,
+            baseline=s.baseline,
+            level=s.level,
+            category=s.category,
+            turns=turns,
+            wall_s=s.wall_s,
+        )
 
 
 def draw_graph(state: SearchState, path: Path) -> str | None:
@@ -274,23 +321,45 @@ def draw_graph(state: SearchState, path: Path) -> str | None:
     for n in judged.values():
         p = judged.get(n.parent) if n.parent is not None else None
         if p is not None:
-            ax.plot([p.call, n.call], [p.speedup or 0.0, n.speedup or 0.0], color="#999999", linewidth=0.8,
-                    zorder=1)
+            ax.plot(
+                [p.call, n.call],
+                [p.speedup or 0.0, n.speedup or 0.0],
+                color="#999999",
+                linewidth=0.8,
+                zorder=1,
+            )
     colours = {"verified": "#228833", "correct": "#4477aa", "failed": "#cc3311"}
-    for label, test in (("verified", lambda n: n.fitness > 0), ("correct", lambda n: n.correct and n.fitness == 0),
-                        ("failed", lambda n: not n.correct)):
+    for label, test in (
+        ("verified", lambda n: n.fitness > 0),
+        ("correct", lambda n: n.correct and n.fitness == 0),
+        ("failed", lambda n: not n.correct),
+    ):
         group = [n for n in judged.values() if test(n)]
         if group:
-            ax.scatter([n.call for n in group], [n.speedup or 0.0 for n in group], s=36, color=colours[label],
-                       label=label, zorder=2, edgecolor="white")
+            ax.scatter(
+                [n.call for n in group],
+                [n.speedup or 0.0 for n in group],
+                s=36,
+                color=colours[label],
+                label=label,
+                zorder=2,
+                edgecolor="white",
+            )
     for n in judged.values():
-        ax.annotate(f"{n.id}:{n.operator}", (n.call, n.speedup or 0.0), fontsize=6, xytext=(3, 3),
-                    textcoords="offset points")
+        ax.annotate(
+            f"{n.id}:{n.operator}",
+            (n.call, n.speedup or 0.0),
+            fontsize=6,
+            xytext=(3, 3),
+            textcoords="offset points",
+        )
     ax.axhline(1.0, color="#bbbbbb", linestyle=":", linewidth=1)
     ax.set_xlabel("judge call")
     ax.set_ylabel("measured speedup (0: failed)")
-    ax.set_title(f"{state.baseline} on {state.task_id}: {len(judged)} judged, stop: {state.stop_reason or '-'}",
-                 fontsize=9)
+    ax.set_title(
+        f"{state.baseline} on {state.task_id}: {len(judged)} judged, stop: {state.stop_reason or '-'}",
+        fontsize=9,
+    )
     if judged:
         ax.legend(fontsize=7)
     fig.tight_layout()
@@ -331,16 +400,29 @@ def report_section(out_dir: str | Path) -> str:
     states = [s for s in (load_state(f) for f in files) if s is not None]
     if not states:
         return ""
-    curves = {f"{s.task_id}#{s.sample}": [(c["call"], c["best_verified_speedup"]) for c in s.curve] for s in states}
-    lines = ["", "## Search", "", "| task | baseline | judge calls | replies | best verified | best measured | stop |",
-             "| --- | --- | --- | --- | --- | --- | --- |"]
+    curves = {
+        f"{s.task_id}#{s.sample}": [(c["call"], c["best_verified_speedup"]) for c in s.curve] for s in states
+    }
+    lines = [
+        "",
+        "## Search",
+        "",
+        "| task | baseline | judge calls | replies | best verified | best measured | stop |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for s, f in zip(states, files):
         best = s.best()
-        lines.append(f"| {s.task_id}#{s.sample} | {s.baseline} | {s.calls}/{s.budget} | {s.proposals} | "
-                     f"{best.fitness if best else 0:.3g}x | {(best.speedup or 0) if best else 0:.3g}x | "
-                     f"{s.stop_reason or '-'} |")
+        lines.append(
+            f"| {s.task_id}#{s.sample} | {s.baseline} | {s.calls}/{s.budget} | {s.proposals} | "
+            f"{best.fitness if best else 0:.3g}x | {(best.speedup or 0) if best else 0:.3g}x | "
+            f"{s.stop_reason or '-'} |"
+        )
     note = plot_curves(curves, root / "best_vs_calls.png", "best verified speedup against judge calls")
-    lines += ["", "![best verified speedup against judge calls](search/best_vs_calls.png)" if not note else note, ""]
+    lines += [
+        "",
+        "![best verified speedup against judge calls](search/best_vs_calls.png)" if not note else note,
+        "",
+    ]
     for s, f in zip(states, files):
         png = f.with_suffix(".png")
         if png.exists():

@@ -20,7 +20,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 _CAPS = re.compile(r"^[A-Z][A-Z0-9_]*$")
-_CONSTEXPR = re.compile(r"constexpr\s+(?:int|int32_t|int64_t|long|unsigned|size_t)\s+([A-Z][A-Z0-9_]*)\s*=\s*(\d+)\s*;")
+_CONSTEXPR = re.compile(
+    r"constexpr\s+(?:int|int32_t|int64_t|long|unsigned|size_t)\s+([A-Z][A-Z0-9_]*)\s*=\s*(\d+)\s*;"
+)
 _DEFINE = re.compile(r"#define\s+([A-Z][A-Z0-9_]*)\s+(\d+)\b")
 _UNROLL = re.compile(r"#pragma\s+GCC\s+unroll\s+(\d+)")
 _SCHEDULE = re.compile(r"schedule\(\s*((?:static|dynamic|guided)(?:\s*,\s*\d+)?)\s*\)")
@@ -50,7 +52,9 @@ def int_choices(value: int, *, up: int = 4, floor: int = 1) -> list[str]:
 
 def _cpp_params(source: str) -> list[Param]:
     params: list[Param] = []
-    named = [(m, "constant") for m in _CONSTEXPR.finditer(source)] + [(m, "constant") for m in _DEFINE.finditer(source)]
+    named = [(m, "constant") for m in _CONSTEXPR.finditer(source)] + [
+        (m, "constant") for m in _DEFINE.finditer(source)
+    ]
     counts = Counter(m.group(1) for m, _ in named)
     for m, kind in named:
         if counts[m.group(1)] == 1:
@@ -105,7 +109,11 @@ def _python_params(source: str) -> list[Param]:
             target, value = node.targets[0], node.value
             if isinstance(target, ast.Name) and _CAPS.match(target.id) and _is_int(value):
                 found.append((target.id, "constant", value))
-            elif isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple) and len(target.elts) == len(value.elts):
+            elif (
+                isinstance(target, ast.Tuple)
+                and isinstance(value, ast.Tuple)
+                and len(target.elts) == len(value.elts)
+            ):
                 for t, v in zip(target.elts, value.elts):
                     if isinstance(t, ast.Name) and _CAPS.match(t.id) and _is_int(v):
                         found.append((t.id, "constant", v))
@@ -121,8 +129,11 @@ def _python_params(source: str) -> list[Param]:
         # Triton tiles: tl.dot wants 16 or more along each side, and a tile over twice the bundled one
         # rarely fits in registers and shared memory.
         floor = 16 if literal.value >= 16 else 1
-        choices = list(LAUNCH_OPTIONS[name]) if name in LAUNCH_OPTIONS else int_choices(literal.value, up=2,
-                                                                                       floor=floor)
+        choices = (
+            list(LAUNCH_OPTIONS[name])
+            if name in LAUNCH_OPTIONS
+            else int_choices(literal.value, up=2, floor=floor)
+        )
         if str(literal.value) not in choices:
             choices = sorted({*choices, str(literal.value)}, key=int)
         params.append(Param(label, kind, str(literal.value), choices, [_span(lines, starts, literal)]))

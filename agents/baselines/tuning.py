@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from kernelgym.agents.baselines import templates
-
 from kernelgym.errors import KernelGymError
 
 
@@ -44,19 +43,30 @@ def tunable(source: str, max_params: int) -> list[templates.Param]:
 class TemplateTuner:
     """An Optuna study over one solution's parameters; the solution itself is its first trial."""
 
-    def __init__(self, source: str, base_score: float, config: TuningConfig | None = None,
-                 history: list[dict[str, Any]] | None = None):
+    def __init__(
+        self,
+        source: str,
+        base_score: float,
+        config: TuningConfig | None = None,
+        history: list[dict[str, Any]] | None = None,
+    ):
         try:
             import optuna
         except ImportError as exc:
-            raise TuningError("template tuning needs optuna: pip install optuna (or kernelgym[agents])") from exc
+            raise TuningError(
+                "template tuning needs optuna: pip install optuna (or kernelgym[agents])"
+            ) from exc
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         self._optuna = optuna
         self.config = config or TuningConfig()
         self.source = source
         self.params = tunable(source, self.config.max_params)
-        self.distributions = {p.name: optuna.distributions.CategoricalDistribution(p.choices) for p in self.params}
-        sampler = optuna.samplers.TPESampler(seed=self.config.seed, n_startup_trials=self.config.startup_trials)
+        self.distributions = {
+            p.name: optuna.distributions.CategoricalDistribution(p.choices) for p in self.params
+        }
+        sampler = optuna.samplers.TPESampler(
+            seed=self.config.seed, n_startup_trials=self.config.startup_trials
+        )
         self.study = optuna.create_study(direction="maximize", sampler=sampler)
         self.history: list[dict[str, Any]] = []  # the judged trials (the base solution not among them)
         if self.params:
@@ -66,7 +76,9 @@ class TemplateTuner:
             self.history.append({"params": dict(item["params"]), "value": float(item["value"])})
 
     def _add(self, values: dict[str, str], score: float) -> None:
-        trial = self._optuna.trial.create_trial(params=dict(values), distributions=self.distributions, value=score)
+        trial = self._optuna.trial.create_trial(
+            params=dict(values), distributions=self.distributions, value=score
+        )
         self.study.add_trial(trial)
 
     def ask(self) -> tuple[Any, str, dict[str, str]]:

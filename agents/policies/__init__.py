@@ -101,8 +101,9 @@ def make_policy(spec: str) -> Policy:
             raise ConfigError("openai: needs a model, e.g. "
                               "openai:Qwen/Qwen2.5-Coder-7B-Instruct@http://127.0.0.1:8000/v1")
         return OpenAIPolicy(OpenAIConfig(model=model, base_url=base_url or None, **options))
-    raise ConfigError(f"unknown policy spec {spec!r}; use replay:..., scripted:..., smollm2, hf:..., tiny:..., "
-                      f"davinci:..., mutate:BACKEND or openai:MODEL@URL.{did_you_mean(kind, KINDS)}")
+    raise ConfigError(f"unknown policy spec {spec!r}; use replay:..., scripted:..., smollm2, hf:..., "
+                      f"tiny:..., davinci:..., mutate:BACKEND or openai:MODEL@URL."
+                      f"{did_you_mean(kind, KINDS)}")
 
 
 __all__ = ["BasePolicy", "Policy", "make_policy", "split_options"]

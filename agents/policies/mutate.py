@@ -23,9 +23,14 @@ from kernelgym.agents.policy import BasePolicy, Reply
 
 # Words in the instructions -> the kinds of parameter they point at.
 FOCUS_WORDS = {
-    "schedule": ("schedule",), "thread": ("schedule",), "parallel": ("schedule",),
-    "unroll": ("unroll",), "tile": ("constant", "launch"), "block": ("constant", "launch"),
-    "warp": ("launch",), "stage": ("launch",),
+    "schedule": ("schedule",),
+    "thread": ("schedule",),
+    "parallel": ("schedule",),
+    "unroll": ("unroll",),
+    "tile": ("constant", "launch"),
+    "block": ("constant", "launch"),
+    "warp": ("launch",),
+    "stage": ("launch",),
 }
 
 
@@ -76,7 +81,9 @@ class MutationPolicy(BasePolicy):
         return Reply(fence(child), mutated="; ".join(f"{k}={v}" for k, v in changes.items()) or "none")
 
 
-def mutate(source: str, rng: random.Random, config: MutationConfig, instructions: str = "") -> tuple[str, dict]:
+def mutate(
+    source: str, rng: random.Random, config: MutationConfig, instructions: str = ""
+) -> tuple[str, dict]:
     """`source` with 1..max_changes of its parameters moved; returns (new source, {name: new value})."""
     params = [p for p in templates.find_params(source) if len(p.choices) > 1]
     if not params:

@@ -8,14 +8,14 @@ import random
 from pathlib import Path
 
 import pytest
+
+import kernelgym
 from kernelgym.agents.baselines import evolve, map_elites, templates
 from kernelgym.agents.baselines.search import Node, load_state
 from kernelgym.agents.policies import make_policy
 from kernelgym.agents.policies.mutate import MutationConfig, mutate
 from kernelgym.agents.policies.scripted import ScriptedPolicy, fence
 from kernelgym.agents.policy import BasePolicy
-
-import kernelgym
 
 RELU = "bundled/L1/1_ReLU"
 SOLUTIONS = Path(kernelgym.__file__).parent / "solutions"
@@ -40,12 +40,24 @@ def env_factory(pool):
 
 
 def _node(i: int, speedup: float | None, verified: bool = False, cell: int = 3, visits: int = 0) -> Node:
-    return Node(id=i, parent=None, operator="rewrite", source_hash=str(i), source=f"# {i}", verdict="ok",
-                correct=speedup is not None, speedup=speedup, verified=verified, call=i + 1, visits=visits,
-                descriptor={"bound": "memory", "roofline_bin": 2, "kernels": 1, "tile_log2": cell})
+    return Node(
+        id=i,
+        parent=None,
+        operator="rewrite",
+        source_hash=str(i),
+        source=f"# {i}",
+        verdict="ok",
+        correct=speedup is not None,
+        speedup=speedup,
+        verified=verified,
+        call=i + 1,
+        visits=visits,
+        descriptor={"bound": "memory", "roofline_bin": 2, "kernels": 1, "tile_log2": cell},
+    )
 
 
 # templates and the mutation policy --------------------------------------------------------------------------
+
 
 def test_cpp_template_parameters_and_their_substitution():
     source = (SOLUTIONS / "cpp/level1/2_Matmul_Square.py").read_text()
@@ -54,7 +66,9 @@ def test_cpp_template_parameters_and_their_substitution():
     assert "VL" not in params and "NR" not in params  # defined twice (#ifdef) / not a literal
     assert params["KC"].value == "256" and "128" in params["KC"].choices
     assert len(params["unroll 8"].spans) == 3 and len(params["omp schedule"].spans) == 2
-    out = templates.apply(source, list(params.values()), {"KC": "128", "unroll 8": "4", "omp schedule": "guided"})
+    out = templates.apply(
+        source, list(params.values()), {"KC": "128", "unroll 8": "4", "omp schedule": "guided"}
+    )
     assert "constexpr int64_t KC = 128;" in out and "#pragma GCC unroll 8" not in out
     assert out.count("#pragma GCC unroll 4") == 3 and out.count("schedule(guided)") == 2
     assert templates.apply(source, list(params.values()), {}) == source
@@ -70,7 +84,10 @@ def test_triton_template_parameters():
 
 
 def test_normalised_source_ignores_comments_and_spacing():
-    a = 'n = m // 4  # quarter\n_lib = load_cpp(r"""\nconstexpr int K = 4;  // four\n#pragma GCC unroll 4\n""")\n'
+    a = (
+        'n = m // 4  # quarter\n_lib = load_cpp(r"""\nconstexpr int K = 4;  // four\n'
+        '#pragma GCC unroll 4\n""")\n'
+    )
     b = 'n = m // 4\n\n_lib = load_cpp(r"""\nconstexpr int K = 4;\n#pragma GCC unroll 4\n""")'
     assert templates.source_hash(a) == templates.source_hash(b)
     assert templates.source_hash(a) != templates.source_hash(b.replace("K = 4", "K = 8"))
@@ -94,8 +111,14 @@ def test_mutation_policy_seeds_then_moves_parameters():
 
 # archive, selection, meta-prompts, tuning (no judge) -----------------------------------------------------
 
+
 def test_archive_insertion_and_replacement():
-    nodes = [_node(0, 1.2, cell=3), _node(1, 1.5, True, cell=3), _node(2, 1.1, cell=5), _node(3, None, cell=6)]
+    nodes = [
+        _node(0, 1.2, cell=3),
+        _node(1, 1.5, True, cell=3),
+        _node(2, 1.1, cell=5),
+        _node(3, None, cell=6),
+    ]
     archive: dict[str, int] = {}
     assert map_elites.insert(archive, nodes, nodes[0])  # empty cell
     assert map_elites.insert(archive, nodes, nodes[1])  # better elite (verified) replaces it
@@ -148,7 +171,9 @@ def test_plateau_and_reply_limits_stop_a_search():
 
     from kernelgym.agents.baselines.search import Search
 
-    env = SimpleNamespace(unwrapped=SimpleNamespace(config=SimpleNamespace(max_turns=20, trajectory_path=None)))
+    env = SimpleNamespace(
+        unwrapped=SimpleNamespace(config=SimpleNamespace(max_turns=20, trajectory_path=None))
+    )
     search = Search(env, "evolve", RELU, 0, budget=None, state_dir=None, max_proposals_factor=2, patience=2)
     assert search.state.budget == 20 and search.max_proposals == 40 and not search.should_stop()
     search.state.curve = [{"best_rank": r} for r in ([0, 1.1], [0, 1.3], [0, 1.3], [0, 1.3])]
@@ -161,6 +186,7 @@ def test_plateau_and_reply_limits_stop_a_search():
 
 # searches with the real judge ----------------------------------------------------------------------------
 
+
 def _judged_lines(path: Path) -> int:
     return sum(1 for line in path.read_text().splitlines() if line.strip()) if path.exists() else 0
 
@@ -170,7 +196,9 @@ def test_budget_counts_judge_calls_only(env_factory, relu_solution, tmp_path):
     env = env_factory(max_turns=4)
     spaced = relu_solution.replace("\n\n", "\n\n\n") + "\n# a comment\n"
     policy = ScriptedPolicy([fence(relu_solution), fence(spaced), "just prose", "DONE"])
-    record = evolve.run_episode(env, policy, RELU, evolve.EvolveConfig(budget=2, skills=0, state_dir=str(tmp_path)))
+    record = evolve.run_episode(
+        env, policy, RELU, evolve.EvolveConfig(budget=2, skills=0, state_dir=str(tmp_path))
+    )
     state = load_state(tmp_path / "evolve" / "bundled_L1_1_ReLU__0.json")
     # The duplicate (same source up to spacing and comments) and the prose were not judged; DONE stopped it.
     assert state.calls == 1 and state.proposals == 4 and state.stop_reason == "done"
@@ -180,8 +208,9 @@ def test_budget_counts_judge_calls_only(env_factory, relu_solution, tmp_path):
 @pytest.mark.slow
 def test_evolve_finds_at_least_the_seed_and_saves_its_graph(env_factory, tmp_path):
     env = env_factory(max_turns=3)
-    record = evolve.run_episode(env, make_policy("mutate:cpp"), RELU,
-                                evolve.EvolveConfig(skills=0, state_dir=str(tmp_path)))
+    record = evolve.run_episode(
+        env, make_policy("mutate:cpp"), RELU, evolve.EvolveConfig(skills=0, state_dir=str(tmp_path))
+    )
     path = tmp_path / "evolve" / "bundled_L1_1_ReLU__0.json"
     graph = json.loads(path.read_text())
     assert graph["calls"] == 3 and graph["finished"] and path.with_suffix(".png").stat().st_size > 0
@@ -210,24 +239,30 @@ class _CrashAt(BasePolicy):
 def test_map_elites_tunes_and_resumes_where_it_stopped(env_factory, tmp_path):
     log = tmp_path / "trajectories.jsonl"
     # ReLU exposes one parameter (the OpenMP schedule, 5 values): room for many duplicate replies.
-    config = map_elites.MapElitesConfig(tune_trials=1, seed=1, max_proposals_factor=12)  # state: next to the log
+    config = map_elites.MapElitesConfig(
+        tune_trials=1, seed=1, max_proposals_factor=12
+    )  # state: next to the log
     env = env_factory(max_turns=4, trajectory_path=str(log))
     with pytest.raises(RuntimeError):
         map_elites.run_episode(env, _CrashAt(2), RELU, config)  # the seed, one tuning trial, then the crash
     path = tmp_path / "search" / "map_elites" / "bundled_L1_1_ReLU__0.json"
     before = load_state(path)
-    assert before.calls == 2 and not before.finished and [n.operator for n in before.nodes] == ["seed", "tune"]
+    assert (
+        before.calls == 2 and not before.finished and [n.operator for n in before.nodes] == ["seed", "tune"]
+    )
     assert _judged_lines(log) == 2
-    record = map_elites.run_episode(env_factory(max_turns=4, trajectory_path=str(log)), make_policy("mutate:cpp"),
-                                    RELU, config)
+    record = map_elites.run_episode(
+        env_factory(max_turns=4, trajectory_path=str(log)), make_policy("mutate:cpp"), RELU, config
+    )
     after = load_state(path)
     assert after.calls == 4 and after.finished and _judged_lines(log) == 4  # two new calls, none repeated
     assert [n.source_hash for n in after.nodes[:2]] == [n.source_hash for n in before.nodes]
     assert len(record.turns) == 4 and record.speedup >= before.nodes[0].speedup
     assert after.extra["archive"] and len(after.extra["tuning"]) >= 1
     # A finished search is returned as it is.
-    again = map_elites.run_episode(env_factory(max_turns=4, trajectory_path=str(log)), make_policy("mutate:cpp"),
-                                   RELU, config)
+    again = map_elites.run_episode(
+        env_factory(max_turns=4, trajectory_path=str(log)), make_policy("mutate:cpp"), RELU, config
+    )
     assert _judged_lines(log) == 4 and len(again.turns) == 4
 
 
@@ -236,9 +271,19 @@ def test_bench_runs_a_search_baseline_and_draws_it(tmp_path):
     from kernelgym.agents.bench import BenchConfig, run_bench
 
     out = tmp_path / "bench"
-    outcome = run_bench(BenchConfig(policy="mutate:cpp", baseline="evolve", tasks="L1/1_ReLU", turns=2, out=str(out),
-                                    baseline_options={"skills": 0}, eval_options=dict(QUICK_JUDGE),
-                                    tensorboard=False), progress=False)
+    outcome = run_bench(
+        BenchConfig(
+            policy="mutate:cpp",
+            baseline="evolve",
+            tasks="L1/1_ReLU",
+            turns=2,
+            out=str(out),
+            baseline_options={"skills": 0},
+            eval_options=dict(QUICK_JUDGE),
+            tensorboard=False,
+        ),
+        progress=False,
+    )
     assert outcome.ran == 1 and outcome.records[0]["correct"] and len(outcome.records[0]["turns"]) == 2
     report = (out / "report.md").read_text()
     assert "## Search" in report and "search/evolve/bundled_L1_1_ReLU__0.png" in report
