@@ -146,7 +146,9 @@ def value_from_wire(item: dict):
 def map_arena(fd: int, layout: list[list[dict]]) -> tuple[mmap.mmap | None, list[list]]:
     """Input sets from a sealed memfd, mapped copy-on-write: writes stay private, the arena stays pristine."""
     size = os.fstat(fd).st_size
-    flags = mmap.MAP_PRIVATE | getattr(mmap, "MAP_POPULATE", 0)  # prefaulted: one syscall, not a fault a page
+    # Not prefaulted: MAP_POPULATE measured at about 7 ms for 4 MB here, while faulting the pages in as the
+    # kernel reads them costs next to nothing (both sides pay it alike).
+    flags = mmap.MAP_PRIVATE
     arena = mmap.mmap(fd, size, flags=flags, prot=mmap.PROT_READ | mmap.PROT_WRITE) if size else None
     os.close(fd)
     calls = []
