@@ -350,6 +350,9 @@ def write_report(summary: dict[str, Any], out_dir: str | Path, *, meta: dict[str
     else:
         notes.append(f"TensorBoard scalars: tensorboard --logdir {out / 'tensorboard'}")
     text = render_markdown(summary, meta=meta, plot=None if plot_note else "speedups.png", notes=notes)
+    from kernelgym.agents.baselines.search import report_section
+
+    text += report_section(out)  # search baselines (evolve, map_elites): their graphs and curves
     (out / "report.md").write_text(text)
     return {"report": str(out / "report.md"), "plot": None if plot_note else str(out / "speedups.png"),
             "tensorboard": None if tb_note else str(out / "tensorboard"), "notes": notes}

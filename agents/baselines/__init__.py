@@ -1,4 +1,5 @@
-"""Prompting baselines: one_shot, best_of_n, refine, kforge, davinci (skills from the library).
+"""Prompting baselines: one_shot, best_of_n, refine, kforge, davinci (skills from the library);
+search baselines: evolve, map_elites.
 Each has a config dataclass and
 `run_episode(env, policy, task_id, config, sample=, seed=) -> EpisodeRecord`; `run` loops over tasks."""
 
@@ -11,9 +12,10 @@ from typing import Any
 from kernelgym.agents.baselines.common import EpisodeRecord, TurnRecord, episode_key
 from kernelgym.errors import ConfigError, did_you_mean
 
-BASELINES = ("one_shot", "best_of_n", "refine", "kforge", "davinci")
+BASELINES = ("one_shot", "best_of_n", "refine", "kforge", "davinci", "evolve", "map_elites")
 CONFIGS = {"one_shot": "OneShotConfig", "best_of_n": "BestOfNConfig", "refine": "RefineConfig",
-           "kforge": "KForgeConfig", "davinci": "DavinciConfig"}
+           "kforge": "KForgeConfig", "davinci": "DavinciConfig",
+           "evolve": "EvolveConfig", "map_elites": "MapElitesConfig"}
 
 
 def get(name: str):

