@@ -286,7 +286,7 @@ class _ReferenceSide:
             calls = self.batches[msg.batch]["sets"] if msg.batch in self.batches else []  # [] calibrates
         outputs = run_batch(self.model, calls, device)
         keep: list = []
-        described = describe_outputs(outputs, device, keep, export=False)  # the candidate's bookkeeping, bar IPC
+        described = describe_outputs(outputs, device, keep, export=False)
         m.send(self.sock, m.BatchDone(msg.batch, described, [], 0, lowered_precision()))
         entry = self.batches.get(msg.batch)
         if entry is not None and entry["outputs"] is None:
