@@ -109,8 +109,9 @@ def kernelgym_eval(pool, solution: Solution, source: str, **options) -> dict:
     return {"wall_s": wall, "verdict": result.verdict.value, "speedup": result.speedup,
             "harness_s": wall - timed,
             "stage_s": result.stage_s, "reasons": result.reasons[:1], "ref_ms": result.ref_runtime_ms,
-            "cand_ms": result.runtime_ms, "sync_cost_ms": timing and timing.sync_cost_ms,
-            "ref_pre_import_ms": timing and timing.reference_pre_import_ms}
+            "cand_ms": result.runtime_ms, "sync_cost_ms": None,  # the judge no longer times in-process
+            "ref_pre_import_ms": None, "round_trip_ms": timing and timing.round_trip_ms,
+            "readback_lag_ms": timing and timing.readback_lag_ms}
 
 
 def wall_times(pool, solutions: list[Solution], caches: Path) -> list[dict]:

@@ -2,9 +2,7 @@
 
 from kernelgym.evaluation.timing import (
     Timer,
-    TimingConfig,
-    measure_interleaved,
-    region_time,
+        region_time,
     speedup_interval,
 )
 
@@ -28,16 +26,6 @@ def test_cpu_timer_has_nothing_to_calibrate():
     timer = Timer("cpu")
     assert timer.calibrate() == 0.0
     assert timer.time_call(lambda: sum(range(1000))) > 0
-
-
-def test_interleaved_timing_alternates_and_respects_the_trial_count():
-    order = []
-    timer = Timer("cpu")
-    ref, cand, _ = measure_interleaved(timer, lambda k: order.append("ref"), lambda k: order.append("cand"),
-                                       2, TimingConfig(trials=6, warmup=1))
-    assert len(ref) == len(cand) == 6
-    # after one warm-up pair, each trial swaps who goes first
-    assert order[2:6] == ["ref", "cand", "cand", "ref"]
 
 
 def test_speedup_interval_contains_its_point():
