@@ -21,6 +21,9 @@ class Verdict(str, Enum):
     HACK = "hack"
     TIMEOUT = "timeout"
     CRASH = "crash"
+    # The judge failed (a trusted process died or hung, the disk or host memory ran out), not the candidate:
+    # nothing was judged, and nothing may be charged to the candidate (rewards, fast_p, the skill gate).
+    INFRASTRUCTURE_ERROR = "infrastructure_error"
 
     def __str__(self) -> str:
         return self.value

@@ -1,0 +1,73 @@
+"""Faults of the judge are never the candidate's: a dead worker, a pipeline that reports `infrastructure_error`
+or a full disk make the pool judge again on a fresh worker, and at worst answer "not judged"."""
+
+import os
+import signal
+import time
+
+from kernelgym.evaluation.result import EvalResult, Verdict
+from kernelgym.workers.pool import EvalPool
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(p) for p in f.read().split()]
+    except OSError:
+        return []
+
+
+def test_a_worker_killed_mid_evaluation_gives_the_verdict_of_an_unharmed_run(relu_task, relu_solution):
+    with EvalPool(workers=1, gpu=False, infra_backoff_s=0.1) as pool:
+        unharmed = pool.evaluate(relu_task, relu_solution, backend="cpp")
+        future = pool.submit(relu_task, relu_solution, backend="cpp")
+        worker = pool._workers[0]
+        deadline = time.monotonic() + 120
+        victim = None
+        while victim is None and not future.done() and time.monotonic() < deadline:
+            process = worker.process
+            # Mid-evaluation: the worker has forked the reference (and candidate) process of this job.
+            if process is not None and _children(process.pid):
+                victim = process.pid
+            else:
+                time.sleep(0.005)
+        assert victim is not None, "the evaluation ended before the worker could be killed during it"
+        os.kill(victim, signal.SIGKILL)
+        killed = future.result(timeout=300)
+        stats = pool.infra
+    assert unharmed.verdict is Verdict.OK, unharmed.reasons
+    assert killed.verdict is unharmed.verdict, killed.reasons
+    assert killed.correct
+    assert stats.rejudged == 1 and stats.causes["worker_crash"] == 1 and stats.not_judged == 0
+
+
+def test_the_pipeline_s_infrastructure_error_is_judged_again_then_reported_not_judged(monkeypatch, relu_task,
+                                                                                        relu_solution):
+    with EvalPool(workers=1, gpu=False, infra_retries=2, infra_backoff_s=0.0) as pool:
+        worker = pool._workers[0]
+        calls = []
+
+        def reference_died(job):
+            calls.append(job.task_id)
+            return EvalResult(job.task_id, job.backend, job.size, Verdict.INFRASTRUCTURE_ERROR,
+                              ["reference_crashed: killed by signal SIGKILL"])
+
+        monkeypatch.setattr(worker, "run", reference_died)
+        result = pool.evaluate(relu_task, relu_solution, backend="cpp")
+        stats = pool.infra
+    assert len(calls) == 3  # the first run and two re-runs
+    assert result.verdict is Verdict.INFRASTRUCTURE_ERROR
+    assert stats.rejudged == 2 and stats.not_judged == 1 and stats.causes["reference_crashed"] == 3
+
+
+def test_a_full_disk_is_never_charged_to_the_candidate(monkeypatch, relu_task, relu_solution):
+    with EvalPool(workers=1, gpu=False, infra_retries=1, infra_backoff_s=0.0, min_free_disk_mb=1 << 40) as pool:
+        worker = pool._workers[0]
+        calls = []
+        monkeypatch.setattr(worker, "run", lambda job: calls.append(job) or EvalResult(
+            job.task_id, job.backend, job.size, Verdict.COMPILE_ERROR, ["compile_error: No space left on device"]))
+        result = pool.evaluate(relu_task, relu_solution, backend="cpp")
+        stats = pool.infra
+    assert calls == []  # nothing runs on a full disk
+    assert result.verdict is Verdict.INFRASTRUCTURE_ERROR
+    assert stats.causes["disk_full"] == 2 and stats.not_judged == 1
