@@ -271,7 +271,7 @@ class EvalPool:
                 kills = oom_kills()
                 try:
                     result = worker.run(job)
-                except Exception as exc:  # e.g. a worker that cannot start: an answer, not a hang
+                except Exception as exc:  # noqa: BLE001 (e.g. a worker that cannot start: an answer, not a hang)
                     result = _failed(job, Verdict.INFRASTRUCTURE_ERROR, f"worker_error: {type(exc).__name__}: {exc}")
                 cause = self._infra_cause(result, kills)
                 if cause is None:
