@@ -27,6 +27,7 @@ from typing import Any
 
 from kernelgym.agents import baselines
 from kernelgym.agents.baselines.common import EpisodeRecord, episode_key
+from kernelgym.agents.report import episode_judged
 
 # Fields that define a run: a rerun into the same folder must agree on these (tasks and samples may grow).
 IDENTITY = ("env", "policy", "baseline", "baseline_options", "backend", "size", "turns", "reward", "eval_options")
@@ -137,7 +138,8 @@ class ResultsFile:
     def read(self) -> list[dict[str, Any]]:
         if not self.path.exists():
             return []
-        records, seen = [], set()
+        records: list[dict[str, Any]] = []
+        seen: dict[str, int] = {}
         with open(self.path, encoding="utf-8") as f:
             for line in f:
                 if not line.strip():
@@ -148,8 +150,10 @@ class ResultsFile:
                     continue  # a damaged line (not the tail): its episode is missing and will run again
                 key = record.get("key") or episode_key(record["task_id"], int(record.get("sample", 0)))
                 if key not in seen:
-                    seen.add(key)
+                    seen[key] = len(records)
                     records.append(record)
+                elif not episode_judged(records[seen[key]]):  # a later run judged what the judge failed
+                    records[seen[key]] = record
         return records
 
     def append(self, record: dict[str, Any]) -> None:
@@ -231,7 +235,7 @@ def run_bench(config: BenchConfig, *, policy: Any = None, progress: bool = True,
         (out / "run.json").write_text(json.dumps(run_info, indent=2, default=str))
 
         results = ResultsFile(out / "results.jsonl")
-        done = {r["key"] for r in results.read() if "key" in r}
+        done = {r["key"] for r in results.read() if "key" in r and episode_judged(r)}  # not judged: run again
         todo = [(t, s) for t in chosen for s in range(config.samples) if episode_key(t, s) not in done]
         if stop_after is not None:
             todo = todo[:stop_after]
