@@ -188,8 +188,8 @@ def render_markdown(summary: dict[str, Any], *, title: str = "kernelgym bench", 
         out += [f"Missing episodes ({len(summary['missing'])}, counted as not fast): {shown}", ""]
     if summary.get("not_judged"):
         shown = ", ".join(summary["not_judged"][:20]) + (" ..." if len(summary["not_judged"]) > 20 else "")
-        out += [f"Episodes not judged ({len(summary['not_judged'])}: the judge failed, left out of fast_p; "
-                f"run the bench again to judge them): {shown}", ""]
+        out += [(f"Episodes not judged ({len(summary['not_judged'])}: the judge failed, left out of fast_p; "
+                 f"run the bench again to judge them): {shown}"), ""]
     if plot:
         out += ["## Speedup distribution", "", f"![speedups]({plot})", ""]
     if notes:

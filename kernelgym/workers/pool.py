@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import queue
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -32,6 +33,7 @@ from kernelgym.evaluation.pipeline import EvalJob
 from kernelgym.evaluation.result import EvalResult, Verdict
 from kernelgym.tasks.task import Task
 from kernelgym.workers.sandbox import SandboxConfig
+from kernelgym.workers.worker import CHILDREN_FILE, start_time
 
 # Variables a worker may inherit; everything else (API keys, tokens, cloud credentials) stays behind.
 INHERITED_ENV = (
@@ -124,8 +126,32 @@ class _Worker:
                 self.process.kill()
                 self.process.wait()
             self.process = None
+            self._sweep()
         if getattr(self, "log", None):
             self.log.close()
+
+    def _sweep(self) -> None:
+        """After the worker is gone: kill the evaluation processes it left (a worker killed mid-evaluation never
+        killed its reference and candidate) and remove their folders."""
+        work_root = os.path.join(self.pool.work_root, f"worker-{self.index}")
+        noted = os.path.join(work_root, CHILDREN_FILE)
+        try:
+            with open(noted) as f:
+                lines = f.read().split("\n")
+            os.unlink(noted)
+        except OSError:
+            lines = []
+        for line in lines:
+            pid, _, started = line.partition(" ")
+            if pid.isdigit():
+                _kill_if_same(int(pid), started)
+        try:
+            names = os.listdir(work_root)
+        except OSError:
+            names = []
+        for name in names:
+            if name.startswith("eval-"):
+                shutil.rmtree(os.path.join(work_root, name), ignore_errors=True)
 
     def run(self, job: EvalJob) -> EvalResult:
         if self.process is None or self.process.poll() is not None:
@@ -341,6 +367,20 @@ class EvalPool:
         try:
             self.close()
         except Exception:
+            pass
+
+
+def _kill_if_same(pid: int, started: str) -> None:
+    """SIGKILL the process (and its process group) `pid`, only if it is still the one that started then."""
+    try:
+        if start_time(pid) != started:
+            return  # gone, and the pid reused
+    except (OSError, IndexError):
+        return
+    for kill in (os.killpg, os.kill):
+        try:
+            kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
             pass
 
 

@@ -5,6 +5,8 @@ import os
 import signal
 import time
 
+import pytest
+
 from kernelgym.evaluation.result import EvalResult, Verdict
 from kernelgym.workers.pool import EvalPool
 
@@ -17,6 +19,15 @@ def _children(pid: int) -> list[int]:
         return []
 
 
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.slow  # two worker starts and two evaluations: about 15 s alone, more on a busy machine
 def test_a_worker_killed_mid_evaluation_gives_the_verdict_of_an_unharmed_run(relu_task, relu_solution):
     with EvalPool(workers=1, gpu=False, infra_backoff_s=0.1) as pool:
         unharmed = pool.evaluate(relu_task, relu_solution, backend="cpp")
@@ -27,7 +38,8 @@ def test_a_worker_killed_mid_evaluation_gives_the_verdict_of_an_unharmed_run(rel
         while victim is None and not future.done() and time.monotonic() < deadline:
             process = worker.process
             # Mid-evaluation: the worker has forked the reference (and candidate) process of this job.
-            if process is not None and _children(process.pid):
+            orphans = _children(process.pid) if process is not None else []
+            if orphans:
                 victim = process.pid
             else:
                 time.sleep(0.005)
@@ -35,10 +47,13 @@ def test_a_worker_killed_mid_evaluation_gives_the_verdict_of_an_unharmed_run(rel
         os.kill(victim, signal.SIGKILL)
         killed = future.result(timeout=300)
         stats = pool.infra
+        leftovers = [p for p in orphans if _alive(p)]
+        stale = [n for n in os.listdir(os.path.join(pool.work_root, "worker-0")) if n.startswith("eval-")]
     assert unharmed.verdict is Verdict.OK, unharmed.reasons
     assert killed.verdict is unharmed.verdict, killed.reasons
     assert killed.correct
     assert stats.rejudged == 1 and stats.causes["worker_crash"] == 1 and stats.not_judged == 0
+    assert leftovers == [] and stale == []  # what the dead worker left running, and its folder, are gone
 
 
 def test_the_pipeline_s_infrastructure_error_is_judged_again_then_reported_not_judged(monkeypatch, relu_task,
