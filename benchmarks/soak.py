@@ -162,17 +162,25 @@ def machine() -> dict:
 
     import kernelgym
 
-    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
-               platform.processor())
+    with open("/proc/cpuinfo") as f:
+        cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")),
+                   platform.processor())
     gpu = ""
-    if subprocess.run(["which", "nvidia-smi"], capture_output=True).returncode == 0:
+    if shutil.which("nvidia-smi"):
         gpu = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
-                             capture_output=True, text=True).stdout.strip()
+                             capture_output=True, text=True, check=False).stdout.strip()
+    try:
+        import triton
+
+        triton_version = triton.__version__
+    except ImportError:
+        triton_version = ""
     return {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "host": platform.node(), "cpu": f"{cpu} ({os.cpu_count()} cores)", "gpu": gpu,
             "memory_gb": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
             "kernel": platform.release(), "python": platform.python_version(), "torch": torch.__version__,
-            "kernelgym": getattr(kernelgym, "__version__", "?"), "load_avg_at_start": os.getloadavg()}
+            "triton": triton_version, "kernelgym": getattr(kernelgym, "__version__", "?"),
+            "load_avg_at_end": os.getloadavg()}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -264,14 +272,14 @@ def soak(config: SoakConfig, cache_dir: str, soak_tmp: str, notes: list[str]) ->
 
 def render(r: dict) -> str:
     c = r["config"]
-    lines = [f"# Soak: {c['envs']} envs x {c['episodes']} episodes, faults {', '.join(c['faults'])}", "",
+    lines = [(f"# Soak: {c['envs']} envs x {c['episodes']} episodes, faults {', '.join(c['faults'])}"), "",
              "```bash", r["command"], "```", "",
              f"- machine: {r['machine']}", f"- wall: {r['soak_s']} s, episodes finished: {r['episodes']} of {c['envs'] * c['episodes']} planned"
              + (f" (no episode started after {c['max_minutes']} min)" if c.get("max_minutes") else ""),
              f"- expected verdicts (measured without faults): {r['expected_verdicts']}",
              f"- outcomes: {r['outcomes']}", f"- turns not judged and given back by the env: {r['given_back_turns']}",
-             f"- pool: re-judged {r['pool']['rejudged']}, answered not judged {r['pool']['not_judged']}, "
-             f"causes {r['pool']['causes']}", "", "## Faults injected", "",
+             (f"- pool: re-judged {r['pool']['rejudged']}, answered not judged {r['pool']['not_judged']}, "
+              f"causes {r['pool']['causes']}"), "", "## Faults injected", "",
              "| kind | injected | hit a process/target |", "|---|---|---|"]
     lines += [f"| {k} | {v['injected']} | {v['hit']} |" for k, v in r["faults"].items()]
     t = r["trend"]

@@ -91,7 +91,7 @@ def tmpfs(path: str, size_mb: int) -> str | None:
     """A tmpfs of `size_mb` at `path` (root only); None when it cannot be mounted."""
     os.makedirs(path, exist_ok=True)
     done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size_mb}m,mode=0755", "tmpfs", path],
-                          capture_output=True)
+                          capture_output=True, check=False)
     return path if done.returncode == 0 else None
 
 
