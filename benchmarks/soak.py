@@ -2,7 +2,8 @@
 are injected from outside, then checks that the judge's faults were never charged to the agent.
 
     python benchmarks/soak.py --envs 8 --episodes 200 --out runs/soak          # CPU, cpp backend
-    python benchmarks/soak.py --gpu --envs 4 --episodes 15 --out "$OUT"        # H200: triton + a poisoned context
+    python benchmarks/soak.py --gpu --envs 4 --episodes 25 --max-minutes 1.5 --fault-every 3 --out "$OUT"
+                                                    # H200, about 3 min: triton + a poisoned CUDA context
 
 Faults (--faults, comma-separated; each at random times, on average every --fault-every seconds):
   worker     SIGKILL of a worker process in the middle of an evaluation
@@ -57,7 +58,7 @@ class SoakConfig:
     fault_every_s: float = 4.0
     disk_hold_s: float = 2.0
     cache_mb: int = 512
-    memory_headroom_mb: int = 2048  # the judge cgroup's limit: its usage after the warm-up plus this
+    memory_headroom_mb: int = 2048  # the judge cgroup's memory limit (GPU default: 8192, for CUDA contexts)
     timing_budget_s: float = 0.5
     infra_retries: int = 2
     seed: int = 0
@@ -306,7 +307,7 @@ def parse(argv: list[str] | None) -> SoakConfig:
     p.add_argument("--fault-every", type=float, default=d.fault_every_s, help="mean seconds between faults")
     p.add_argument("--disk-hold-s", type=float, default=d.disk_hold_s)
     p.add_argument("--cache-mb", type=int, default=d.cache_mb)
-    p.add_argument("--memory-headroom-mb", type=int, default=d.memory_headroom_mb)
+    p.add_argument("--memory-headroom-mb", type=int, default=None, help="the judge cgroup's memory limit")
     p.add_argument("--timing-budget-s", type=float, default=d.timing_budget_s)
     p.add_argument("--infra-retries", type=int, default=d.infra_retries)
     p.add_argument("--seed", type=int, default=d.seed)
@@ -318,8 +319,9 @@ def parse(argv: list[str] | None) -> SoakConfig:
     if unknown:
         p.error(f"unknown fault(s) {sorted(unknown)}; known: {', '.join(FAULTS)}")
     workers = a.workers or (1 if a.gpu else 2)
+    headroom = a.memory_headroom_mb or (8192 if a.gpu else d.memory_headroom_mb)
     return SoakConfig(a.envs, a.episodes, workers, a.gpu, faults, a.fault_every, a.disk_hold_s, a.cache_mb,
-                      a.memory_headroom_mb, a.timing_budget_s, a.infra_retries, a.seed, a.out, a.max_minutes)
+                      headroom, a.timing_budget_s, a.infra_retries, a.seed, a.out, a.max_minutes)
 
 
 if __name__ == "__main__":
