@@ -77,6 +77,7 @@ class Episode:
     ended: float = 0.0
     verdicts: list[str] = field(default_factory=list)  # every turn's, given-back ones included
     rewards: list[float] = field(default_factory=list)
+    rules: list[str] = field(default_factory=list)  # the rule of each turn's first reason (for diagnosis)
     judged: bool = True
     error: str = ""
 
@@ -104,6 +105,8 @@ def run_env(index: int, env, plan: list, expected: dict[str, str], config: SoakC
                 _, reward, terminated, truncated, info = env.step(code)
                 episode.verdicts.append(info["verdict"])
                 episode.rewards.append(float(reward))
+                reasons = (info.get("result") or {}).get("reasons") or [""]
+                episode.rules.append(str(reasons[0]).split(":")[0])
                 episode.judged = bool(info.get("judged", True))
                 if episode.judged or terminated or truncated:
                     break
@@ -136,12 +139,13 @@ def classify(episode: Episode, faults: list[dict]) -> str:
         return "candidate_killed"
     if episode.honest:
         return f"judge_fault_charged[{','.join(sorted(hit))}]" if hit else "honest_failed_without_fault"
-    return "candidate_fault_misjudged"
+    return f"candidate_fault_misjudged[{','.join(sorted(hit))}]"
 
 
 def checks(episodes: list[Episode], faults: list[dict], config: SoakConfig, leftovers: dict, trend: dict) -> dict:
     classes = [classify(e, faults) for e in episodes]
     count = {c: classes.count(c) for c in sorted(set(classes))}
+    misjudged = [e for e, c in zip(episodes, classes) if c.startswith("candidate_fault_misjudged")]
     unjudged_rewards = [r for e in episodes for v, r in zip(e.verdicts, e.rewards) if v == "infrastructure_error"]
     charged = [e for e in episodes if not e.honest and e.expected != "ok"]
     return {
@@ -150,9 +154,10 @@ def checks(episodes: list[Episode], faults: list[dict], config: SoakConfig, left
         and not count.get("lost") and len({(e.env, e.index) for e in episodes}) == len(episodes),
         "no_judge_fault_charged": not any(c.startswith("judge_fault_charged") for c in count)
         and all(r == 0.0 for r in unjudged_rewards),
-        "every_candidate_fault_charged": all(
-            e.verdict == e.expected or classify(e, faults) in ("not_judged", "candidate_killed") for e in charged
-        ) and all(min(e.rewards, default=0.0) < 0 for e in charged if e.judged),
+        # Charged: its failure verdict, or another failure after a judge process was killed under it (a reference
+        # killed mid-evaluation is `crash` until the pipeline answers infrastructure_error for it), never `ok`.
+        "every_candidate_fault_charged": all(e.verdict != "ok" for e in misjudged)
+        and all(min(e.rewards, default=0.0) < 0 for e in charged if e.judged),
         "nothing_left_behind": not any(leftovers.values()),
         "worker_rss_and_fds_flat": trend["flat"],
     }, count
@@ -266,6 +271,7 @@ def soak(config: SoakConfig, cache_dir: str, soak_tmp: str, notes: list[str]) ->
             "soak_s": round(soak_s, 1), "expected_verdicts": expected, "episodes": len(episodes),
             "outcomes": count, "faults": injector.summary(), "pool": infra, "trend": trend,
             "leftovers": leftovers, "checks": passed, "notes": notes,
+            "fault_log": injector.faults,
             "given_back_turns": sum(v == "infrastructure_error" for e in episodes for v in e.verdicts),
             "unexpected": [asdict(e) | {"class": classify(e, injector.faults)} for e in episodes
                            if classify(e, injector.faults) not in ("as_expected", "not_judged", "candidate_killed")][:50]}
@@ -292,7 +298,7 @@ def render(r: dict) -> str:
     if r["unexpected"]:
         lines += ["", "## Unexpected episodes (first 50)", ""]
         lines += [f"- {e['class']}: {e['solution']} expected {e['expected']}, got {e['verdicts']} "
-                  f"rewards {e['rewards']} {e['error']}" for e in r["unexpected"]]
+                  f"({', '.join(e['rules'])}) rewards {e['rewards']} {e['error']}" for e in r["unexpected"]]
     return "\n".join(lines) + "\n"
 
 
