@@ -228,19 +228,26 @@ def _import(name: str, path: Path):
 
 
 class _CountingModule:
-    """The extension module, with its bound functions counted as the solution's own kernel calls."""
+    """The extension module, with every function it exports counted as the solution's own kernel calls
+    (those listed in `functions=` and those bound by the solution's own PYBIND11_MODULE alike)."""
 
     def __init__(self, module, functions: Sequence[str]):
         self._module = module
-        self._functions = set(functions)
+        self._wrapped: dict[str, object] = {}
 
     def __getattr__(self, name: str):
         value = getattr(self._module, name)
-        if name not in self._functions:
+        if name.startswith("__") or not callable(value) or isinstance(value, type):
             return value
+        if name not in self._wrapped:
+            def call(*args, **kwargs):
+                with kernels.KERNEL_STATS.timed(name):
+                    return value(*args, **kwargs)
 
-        def call(*args, **kwargs):
-            with kernels.KERNEL_STATS.timed(name):
-                return value(*args, **kwargs)
+            call.__name__ = call.__qualname__ = name
+            call.__doc__ = getattr(value, "__doc__", None)
+            self._wrapped[name] = call
+        return self._wrapped[name]
 
-        return call
+    def __dir__(self):
+        return dir(self._module)

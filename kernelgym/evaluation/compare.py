@@ -35,31 +35,53 @@ def compare_trial(
     return TrialResult(index, perturbed, True)
 
 
+CHUNK = 1 << 24  # elements compared at a time: a shipped-size output (GBs) never needs a float64 copy of itself
+
+
 def _compare_values(index, perturbed, label, want, got, atol, rtol) -> TrialResult:
+    """Element-wise |got - want| <= atol + rtol * |want| (exact for integers), in chunks, on the outputs' device."""
+    want_flat, got_flat = want.reshape(-1), got.reshape(-1)
+    bad_total, max_abs, max_rel, first = 0, 0.0, 0.0, None
+    nonfinite = 0
+    for start in range(0, want_flat.numel(), CHUNK):
+        w, g = want_flat[start:start + CHUNK], got_flat[start:start + CHUNK]
+        if not want.is_floating_point():
+            bad = w != g
+        else:
+            w64, g64 = w.double(), g.double()
+            nonfinite += int((~torch.isfinite(g64) & torch.isfinite(w64)).sum())
+            diff = (g64 - w64).abs()
+            # Where both are the same non-finite value (the reference itself is inf), the difference is NaN.
+            diff = torch.where(torch.isfinite(w64) | (g64 != w64), diff, torch.zeros_like(diff))
+            bad = ~(diff <= atol + rtol * w64.abs())
+            if diff.numel():
+                max_abs = max(max_abs, float(diff.max()))
+                max_rel = max(max_rel, float((diff / w64.abs().clamp_min(1e-12)).max()))
+        count = int(bad.sum())
+        if count and first is None:
+            first = start + int(bad.nonzero()[0][0])
+        bad_total += count
+    if not bad_total:
+        return TrialResult(index, perturbed, True, max_abs_diff=max_abs if want.is_floating_point() else None,
+                           max_rel_diff=max_rel if want.is_floating_point() else None)
+    position = list(_unravel(first, tuple(want.shape)))
+    fraction = bad_total / max(want.numel(), 1)
     if not want.is_floating_point():
-        bad = want != got
-        if not bool(bad.any()):
-            return TrialResult(index, perturbed, True)
-        where = [int(i) for i in bad.nonzero()[0]]
-        return TrialResult(index, perturbed, False, f"{label}: {int(bad.sum())} of {want.numel()} values differ",
-                           mismatch_fraction=float(bad.float().mean()), first_mismatch=where)
-    want64, got64 = want.double(), got.double()
-    if not bool(torch.isfinite(got64).all()) and bool(torch.isfinite(want64).all()):
-        count = int((~torch.isfinite(got64)).sum())
-        return TrialResult(index, perturbed, False, f"{label}: {count} NaN/Inf values")
-    diff = (got64 - want64).abs()
-    # Where both are the same non-finite value (the reference itself is inf), the difference is NaN.
-    diff = torch.where(torch.isfinite(want64) | (got64 != want64), diff, torch.zeros_like(diff))
-    bad = ~(diff <= atol + rtol * want64.abs())
-    max_abs = float(diff.max()) if diff.numel() else 0.0
-    max_rel = float((diff / want64.abs().clamp_min(1e-12)).max()) if diff.numel() else 0.0
-    if not bool(bad.any()):
-        return TrialResult(index, perturbed, True, max_abs_diff=max_abs, max_rel_diff=max_rel)
-    where = bad.nonzero()[0]
-    position = tuple(int(i) for i in where)
+        return TrialResult(index, perturbed, False, f"{label}: {bad_total} of {want.numel()} values differ",
+                           mismatch_fraction=fraction, first_mismatch=position)
+    if nonfinite:
+        return TrialResult(index, perturbed, False, f"{label}: {nonfinite} NaN/Inf values")
     return TrialResult(
         index, perturbed, False,
-        f"{label}: {int(bad.sum())} of {want.numel()} values outside atol={atol:g}, rtol={rtol:g}",
-        max_abs_diff=max_abs, max_rel_diff=max_rel, mismatch_fraction=float(bad.double().mean()),
-        first_mismatch=list(position), expected_value=float(want64[position]), actual_value=float(got64[position]),
+        f"{label}: {bad_total} of {want.numel()} values outside atol={atol:g}, rtol={rtol:g}",
+        max_abs_diff=max_abs, max_rel_diff=max_rel, mismatch_fraction=fraction, first_mismatch=position,
+        expected_value=float(want_flat[first]), actual_value=float(got_flat[first]),
     )
+
+
+def _unravel(flat_index: int, shape: tuple[int, ...]) -> tuple[int, ...]:
+    position = []
+    for size in reversed(shape):
+        position.append(flat_index % size if size else 0)
+        flat_index = flat_index // size if size else 0
+    return tuple(reversed(position))

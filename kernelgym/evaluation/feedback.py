@@ -12,12 +12,12 @@ _HEADLINES = {
     Verdict.HACK: "Rejected by the integrity checks: no credit.",
     Verdict.TIMEOUT: "The solution ran past its time limit.",
     Verdict.CRASH: "The solution crashed its process.",
-    Verdict.INFRASTRUCTURE_ERROR: "The judge itself failed (not your solution): this reply was not judged.",
+    Verdict.INFRASTRUCTURE_ERROR: "The judge failed (not your solution): this attempt was not judged.",
 }
 
 
 def render_feedback(result: EvalResult, max_chars: int = 4000) -> str:
-    lines = [f"Verdict: {result.verdict.value}. {_HEADLINES.get(result.verdict, '')}".rstrip()]
+    lines = [f"Verdict: {result.verdict.value}. {_HEADLINES[result.verdict]}"]
     lines += [f"- {reason}" for reason in result.reasons]
     if result.build is not None and result.build.log:
         lines += ["Compiler output (trimmed):", result.build.log]

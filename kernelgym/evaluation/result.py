@@ -21,9 +21,7 @@ class Verdict(str, Enum):
     HACK = "hack"
     TIMEOUT = "timeout"
     CRASH = "crash"
-    # The judge failed (a trusted process died or hung, the disk or host memory ran out), not the candidate:
-    # nothing was judged, and nothing may be charged to the candidate (rewards, fast_p, the skill gate).
-    INFRASTRUCTURE_ERROR = "infrastructure_error"
+    INFRASTRUCTURE_ERROR = "infrastructure_error"  # the judge failed, not the candidate: not judged
 
     def __str__(self) -> str:
         return self.value
@@ -100,8 +98,11 @@ class TimingResult:
     speedup_ci_high: float | None = None
     verified: bool = False  # correct, and the low end of the interval is above the threshold
     remeasured: bool = False
-    sync_cost_ms: float | None = None  # GPU: the calibrated in-region synchronize, taken off each call
-    reference_pre_import_ms: float | None = None  # the reference alone, before the candidate was imported
+    round_trip_ms: float | None = None  # the fixed cost of one empty batch, taken off every batch (both sides)
+    calls_per_batch: int | None = None  # fresh-input calls timed together by the trusted clock
+    batches: int | None = None  # timed batches per side
+    readback_lag_ms: float | None = None  # GPU: 'done' to the trusted copy of the last output (bounds hidden work)
+    cpu_time_ratio: float | None = None  # CPU: the candidate tree's CPU time over its batches' wall time
     baseline: str = "eager"
     compile_ms: float | None = None  # torch.compile of the reference, when asked for
     speedup_vs_compile: float | None = None
@@ -143,7 +144,7 @@ class EvalResult:
     backend: str
     size: str
     verdict: Verdict
-    reasons: list[str] = field(default_factory=list)
+    reasons: list[str] = field(default_factory=list)  # kernelgym.evaluation.rules.Reason: read .rule, not the text
     static: StaticResult | None = None
     build: BuildResult | None = None
     load: LoadResult | None = None
@@ -202,7 +203,7 @@ class EvalResult:
         profile = data.get("profile")
         return cls(
             task_id=data["task_id"], backend=data["backend"], size=data["size"], verdict=Verdict(data["verdict"]),
-            reasons=list(data.get("reasons", [])), static=build(StaticResult, data.get("static")),
+            reasons=[_reason(r) for r in data.get("reasons", [])], static=build(StaticResult, data.get("static")),
             build=build(BuildResult, data.get("build")), load=build(LoadResult, data.get("load")),
             correctness=None if corr is None else CorrectnessResult(
                 passed=corr["passed"], atol=corr["atol"], rtol=corr["rtol"],
@@ -225,6 +226,12 @@ class EvalResult:
         from kernelgym.evaluation.feedback import render_feedback
 
         return render_feedback(self, max_chars)
+
+
+def _reason(text: str):
+    from kernelgym.evaluation.rules import Reason
+
+    return Reason.parse(text)
 
 
 def _finite(value: Any) -> Any:

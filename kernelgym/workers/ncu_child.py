@@ -62,7 +62,8 @@ def main(job_dir: str) -> int:
     dtype = getattr(torch, job["dtype"])
     task = load_module(job["task_source"], "kernelgym_task")
     solution = load_module(job["solution_source"], "solution", os.path.join(job_dir, "solution.py"))
-    model = build_model(solution.ModelNew, task, job["init_seed"], dtype, "cuda")
+    torch.manual_seed(job["init_seed"])
+    model = build_model(solution.ModelNew, list(task.get_init_inputs()), job["init_seed"], dtype, "cuda")
     inputs = make_inputs(task, job["input_seed"], False, job["perturb"], dtype, "cuda")
     with torch.no_grad():
         for _ in range(2):  # JIT compilation and one-time setup stay outside the profiled call

@@ -180,13 +180,10 @@ class _Worker:
         return result
 
 
-_SPOILED_FORK = "Cannot re-initialize CUDA in forked subprocess"
-
-
 def _spoiled(result: EvalResult) -> bool:
-    """The worker's own process touched the CUDA driver (a bug of ours or of a library): forked processes
-    can no longer use the GPU, so the worker is replaced."""
-    return any(_SPOILED_FORK in reason for reason in result.reasons)
+    """The judge failed, not the candidate (e.g. the worker's own process touched the CUDA driver, so forked
+    processes can no longer use the GPU): the worker is replaced and the evaluation judged again."""
+    return result.verdict is Verdict.INFRASTRUCTURE_ERROR
 
 
 def _failed(job: EvalJob, verdict: Verdict, reason: str) -> EvalResult:
@@ -312,10 +309,8 @@ class EvalPool:
 
     def _infra_cause(self, result: EvalResult, oom_before: int) -> str | None:
         """Why `result` is the judge's failure rather than the candidate's, or None when it stands."""
-        if result.verdict is Verdict.INFRASTRUCTURE_ERROR:
-            return result.reasons[0] if result.reasons else "infrastructure_error"
-        if _spoiled(result):
-            return "spoiled_worker: the worker's own process touched the CUDA driver"
+        if result.verdict is Verdict.INFRASTRUCTURE_ERROR:  # the pipeline's word: a trusted process failed
+            return str(result.reasons[0]) if result.reasons else "infrastructure_error"
         if result.verdict not in _RESOURCE_VERDICTS:
             return None
         full = self._disk_full()
@@ -385,8 +380,8 @@ def _kill_if_same(pid: int, started: str) -> None:
 
 
 def _rule(reason: str) -> str:
-    """The rule name a reason starts with (the one place that reads a reason's text)."""
-    return str(reason).split(":")[0]
+    """The rule of a reason: `.rule` of the pipeline's typed reasons, else the name the pool's own start with."""
+    return getattr(reason, "rule", None) or str(reason).split(":")[0]
 
 
 def _gpu_count() -> int:

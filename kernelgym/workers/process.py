@@ -1,4 +1,9 @@
-"""A forked evaluation process, seen from the trusted worker: start, talk, time out, kill, read its output."""
+"""A forked evaluation process, seen from the trusted worker: start, talk, freeze, read, time out, kill.
+
+The worker observes the candidate from outside: it freezes its whole process tree (SIGSTOP), reads its
+memory through /proc (the candidate cannot choose what the worker sees, only where its outputs are), and
+reads the CPU time the kernel accounted to the tree.
+"""
 
 from __future__ import annotations
 
@@ -7,67 +12,148 @@ import signal
 import socket
 import time
 
+from kernelgym.workers import messages as m
 from kernelgym.workers import protocol
 from kernelgym.workers.child import ChildJob, run_candidate
-from kernelgym.workers.sandbox import SandboxConfig, enter
+from kernelgym.workers.sandbox import SandboxConfig, enter, enter_namespaces
 
 OUTPUT_TAIL_BYTES = 4000
+_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 class EvalProcess:
     """One forked evaluation process (reference or candidate) and the trusted side's end of its socket."""
 
-    def __init__(self, target, job: ChildJob, eval_dir: str, sandbox: SandboxConfig, uses_gpu: bool):
+    def __init__(self, target, job: ChildJob, eval_dir: str, sandbox: SandboxConfig, uses_gpu: bool,
+                 cores: set[int] | None = None):
         self.log_path = os.path.join(eval_dir, "output.log")
+        self.candidate = target is run_candidate
         parent_sock, child_sock = socket.socketpair()
         log_fd = os.open(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         pid = os.fork()
         if pid == 0:  # the evaluation process
-            code = 0
-            try:
-                parent_sock.close()
-                notes = enter(eval_dir, log_fd, sandbox, uses_gpu)
-                protocol.send(child_sock, "hello", {"notes": notes})
-                if target is run_candidate:
-                    run_candidate(job, child_sock, eval_dir)
-                else:
-                    target(job, child_sock)
-            except BaseException:
-                code = 70
-            finally:
-                os._exit(code)
+            parent_sock.close()
+            _child_main(target, job, child_sock, eval_dir, log_fd, sandbox, uses_gpu, cores, self.candidate)
         os.close(log_fd)
         child_sock.close()
-        self.pid = pid
+        self.pid = pid  # the forked process; with a PID namespace, the parent of the namespace's first process
+        self.main_pid = pid  # the process that runs the evaluation (learned from Hello)
         self.sock = parent_sock
         self.status: int | None = None
+        self.frozen: list[int] = []
 
-    def recv(self, deadline: float) -> tuple[str, dict, list[bytes]]:
+    # talking --------------------------------------------------------------------------------------------
+    def receive(self, deadline: float) -> tuple[m.Message, list[bytearray], list[int]]:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise TimeoutError
         self.sock.settimeout(remaining)
         try:
-            return protocol.recv(self.sock)
+            return m.receive(self.sock)
         except (socket.timeout, TimeoutError):
             raise TimeoutError from None
         except (protocol.ProtocolError, OSError) as exc:
             raise Died(str(exc)) from None
 
-    def send(self, kind: str, meta: dict | None = None) -> None:
+    def send(self, message: m.Message, blobs=(), fds=()) -> None:
         try:
-            protocol.send(self.sock, kind, meta)
+            m.send(self.sock, message, blobs, fds)
         except OSError as exc:
             raise Died(str(exc)) from None
 
+    def hello(self, deadline: float) -> m.Hello:
+        msg, _, _ = self.receive(deadline)
+        if not isinstance(msg, m.Hello):
+            raise Died(f"expected hello, got {msg.kind}")
+        claimed = int(getattr(msg, "pid", 0) or 0)
+        # The candidate says which process it is; believe it only if that process is ours.
+        if claimed and claimed != self.pid and claimed in self.tree():
+            self.main_pid = claimed
+        return msg
+
+    # observing from outside -------------------------------------------------------------------------------
+    def tree(self) -> list[int]:
+        """Every live process of this evaluation: the forked one and its descendants (with a PID namespace
+        nothing can leave: orphans there are adopted by the namespace's first process, a descendant)."""
+        members, todo = [], [self.pid]
+        while todo:
+            pid = todo.pop()
+            if _stat_fields(pid) is None:
+                continue
+            members.append(pid)
+            try:
+                for tid in os.listdir(f"/proc/{pid}/task"):
+                    with open(f"/proc/{pid}/task/{tid}/children") as f:
+                        todo += [int(c) for c in f.read().split()]
+            except OSError:
+                pass
+        return sorted(members)
+
+    def group_members(self) -> list[int]:
+        """Processes still in the evaluation's process group or session (a full scan: used when ending)."""
+        found = []
+        for name in os.listdir("/proc"):
+            fields = _stat_fields(int(name)) if name.isdigit() else None
+            if fields and self.pid in (int(fields[2]), int(fields[3])):
+                found.append(int(name))
+        return found
+
+    def freeze(self) -> None:
+        """SIGSTOP the whole tree (again until no new process appears): nothing it runs can move on."""
+        seen: set[int] = set()
+        for _ in range(4):
+            new = [p for p in self.tree() if p not in seen]
+            if not new:
+                break
+            for pid in new:
+                _signal(pid, signal.SIGSTOP)
+            seen.update(new)
+        self.frozen = sorted(seen)
+        for pid in self.frozen:  # wait until each is really stopped (state T), briefly
+            end = time.monotonic() + 0.5
+            while time.monotonic() < end and (_stat_fields(pid) or ["", "T"])[0] not in ("T", "t", "Z", "X"):
+                time.sleep(0.0002)
+
+    def thaw(self) -> None:
+        for pid in self.frozen:
+            _signal(pid, signal.SIGCONT)
+        self.frozen = []
+
+    def cpu_seconds(self) -> float:
+        """CPU time the kernel accounted to the tree, exited threads and reaped children included."""
+        total = 0
+        for pid in self.tree():
+            fields = _stat_fields(pid)
+            if fields:
+                total += sum(int(x) for x in fields[11:15])  # utime stime cutime cstime
+        return total / _TICKS
+
+    def read_memory(self, address: int, size: int) -> bytes:
+        """Bytes of the candidate's memory, read by this (trusted) process: it sees what is really there."""
+        with open(f"/proc/{self.main_pid}/mem", "rb", buffering=0) as f:
+            f.seek(address)
+            data = f.read(size)
+        if len(data) != size:
+            raise OSError(f"read {len(data)} of {size} bytes")
+        return data
+
+    def mappings_of(self, marker: str) -> list[tuple[int, int]]:
+        """Address ranges whose mapping names contain `marker` (e.g. the input arena)."""
+        ranges = []
+        with open(f"/proc/{self.main_pid}/maps") as f:
+            for line in f:
+                if marker in line:
+                    lo, hi = line.split()[0].split("-")
+                    ranges.append((int(lo, 16), int(hi, 16)))
+        return ranges
+
+    # ending -----------------------------------------------------------------------------------------------
     def kill(self) -> None:
-        try:  # the whole group: whatever the candidate started dies with it
+        for pid in self.tree():
+            _signal(pid, signal.SIGKILL)
+        try:
             os.killpg(self.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
-            pass
-        try:
-            os.kill(self.pid, signal.SIGKILL)
-        except ProcessLookupError:
             pass
         self.wait()
 
@@ -81,21 +167,18 @@ class EvalProcess:
                 self.status = status
                 return status
             time.sleep(0.005)
-        try:
-            os.killpg(self.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        _signal(self.pid, signal.SIGKILL)
         _, self.status = os.waitpid(self.pid, 0)
         return self.status
 
     def close(self) -> None:
         self.sock.close()
+        self.thaw()
+        leftovers = set(self.tree()) | set(self.group_members())
+        for pid in leftovers:  # anything the candidate left running, whatever group or session it chose
+            _signal(pid, signal.SIGKILL)
         if self.status is None:
             self.kill()
-        try:  # anything the candidate left running in its process group
-            os.killpg(self.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
 
     def output_tail(self) -> str:
         try:
@@ -122,3 +205,76 @@ class EvalProcess:
 
 class Died(Exception):
     """The process hung up or exited: the caller reads `death()` for how."""
+
+
+def _child_main(target, job, sock, eval_dir, log_fd, sandbox, uses_gpu, cores, candidate) -> None:
+    code = 0
+    try:
+        if cores:  # the candidate gets exactly the reference's cores: extra threads only share them
+            os.sched_setaffinity(0, cores)
+        notes: list[str] = []
+        if candidate:
+            notes, pid_ns = enter_namespaces(sandbox, uses_gpu)
+            if pid_ns:
+                _become_namespace_init()
+        pid = _global_pid()  # before /proc is remounted for a PID namespace
+        notes += enter(eval_dir, log_fd, sandbox, uses_gpu, candidate=candidate)
+        m.send(sock, m.Hello(notes, pid=pid))
+        if candidate:
+            run_candidate(job, sock, eval_dir)
+        else:
+            target(job, sock)
+    except BaseException:
+        code = 70
+    finally:
+        os._exit(code)
+
+
+def _become_namespace_init() -> None:
+    """Fork the PID namespace's first process; this one only waits for it and passes on how it ended.
+    When the first process of a PID namespace dies, the kernel kills everything else in it."""
+    child = os.fork()
+    if child == 0:
+        return
+    for fd in range(3, 1024):  # keep no socket open: the trusted side must see the evaluation's end
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    _, status = os.waitpid(child, 0)
+    if os.WIFSIGNALED(status):  # end the same way, so the worker reads the real cause (SIGSEGV, SIGKILL...)
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
+        os.kill(os.getpid(), os.WTERMSIG(status))
+    os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status))
+
+
+def _global_pid() -> int:
+    """This process's pid as the worker sees it (the first NSpid entry, read before /proc is remounted)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("NSpid:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return os.getpid()
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    """Fields of /proc/PID/stat after the command name: state, ppid, pgrp, ... (None if it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            data = f.read().decode("ascii", "replace")
+    except OSError:
+        return None
+    return data[data.rfind(")") + 2:].split()
+
+
+def _signal(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass

@@ -12,7 +12,7 @@ import struct
 from typing import Any
 
 MAX_HEADER_BYTES = 4 << 20
-MAX_BLOB_BYTES = 4 << 30
+MAX_BLOB_BYTES = 64 << 30  # CPU outputs of shipped-size tasks can pass 4 GiB
 _LENGTH = struct.Struct("!Q")
 
 
@@ -20,9 +20,16 @@ class ProtocolError(Exception):
     """The peer sent something that is not a well-formed message (or hung up)."""
 
 
-def send(sock: socket.socket, kind: str, meta: dict[str, Any] | None = None, blobs=()) -> None:
-    header = json.dumps({"kind": kind, "meta": meta or {}, "blobs": [memoryview(b).nbytes for b in blobs]}).encode()
-    sock.sendall(_LENGTH.pack(len(header)) + header)
+def send(sock: socket.socket, kind: str, meta: dict[str, Any] | None = None, blobs=(), fds=()) -> None:
+    """`fds` (open file descriptors, e.g. an input arena) travel with the length prefix (SCM_RIGHTS)."""
+    header = json.dumps({"kind": kind, "meta": meta or {}, "blobs": [memoryview(b).nbytes for b in blobs],
+                         "fds": len(fds)}).encode()
+    prefix = _LENGTH.pack(len(header))
+    if fds:
+        sent = socket.send_fds(sock, [prefix], list(fds))
+        sock.sendall(prefix[sent:] + header)
+    else:
+        sock.sendall(prefix + header)
     for blob in blobs:
         sock.sendall(blob)
 
@@ -40,17 +47,42 @@ def _read_exact(sock: socket.socket, size: int) -> bytearray:
 
 
 def recv(sock: socket.socket) -> tuple[str, dict[str, Any], list[bytearray]]:
-    (length,) = _LENGTH.unpack(_read_exact(sock, _LENGTH.size))
-    if length > MAX_HEADER_BYTES:
-        raise ProtocolError(f"header of {length} bytes")
+    kind, meta, blobs, fds = recv_with_fds(sock)
+    for fd in fds:  # not expected here: never leak a descriptor a peer pushed
+        _close(fd)
+    return kind, meta, blobs
+
+
+def recv_with_fds(sock: socket.socket, max_fds: int = 4) -> tuple[str, dict[str, Any], list[bytearray], list[int]]:
+    data, fds, _, _ = socket.recv_fds(sock, _LENGTH.size, max_fds)
+    if not data:
+        raise ProtocolError("peer closed the connection")
+    prefix = bytes(data) + (bytes(_read_exact(sock, _LENGTH.size - len(data))) if len(data) < _LENGTH.size else b"")
+    (length,) = _LENGTH.unpack(prefix)
     try:
-        header = json.loads(_read_exact(sock, length))
-        kind, meta, sizes = str(header["kind"]), dict(header["meta"]), [int(s) for s in header["blobs"]]
-    except (ValueError, KeyError, TypeError) as exc:
-        raise ProtocolError(f"malformed header: {exc}") from None
-    if any(s < 0 or s > MAX_BLOB_BYTES for s in sizes):
-        raise ProtocolError("blob size out of range")
-    return kind, meta, [_read_exact(sock, s) for s in sizes]
+        if length > MAX_HEADER_BYTES:
+            raise ProtocolError(f"header of {length} bytes")
+        try:
+            header = json.loads(_read_exact(sock, length))
+            kind, meta, sizes = str(header["kind"]), dict(header["meta"]), [int(s) for s in header["blobs"]]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ProtocolError(f"malformed header: {exc}") from None
+        if any(s < 0 or s > MAX_BLOB_BYTES for s in sizes):
+            raise ProtocolError("blob size out of range")
+        return kind, meta, [_read_exact(sock, s) for s in sizes], list(fds)
+    except ProtocolError:
+        for fd in fds:
+            _close(fd)
+        raise
+
+
+def _close(fd: int) -> None:
+    import os
+
+    try:
+        os.close(fd)
+    except OSError:
+        pass
 
 
 # tensors -------------------------------------------------------------------------------------------------

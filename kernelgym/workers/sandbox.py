@@ -8,22 +8,32 @@ import resource
 import tempfile
 from dataclasses import dataclass
 
-CLONE_NEWNET = 0x40000000
-PR_SET_DUMPABLE = 4
+CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWNET = 0x00020000, 0x20000000, 0x40000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = (
+    1, 2, 4, 8, 32, 4096, 16384, 1 << 18)
+PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS, PR_SET_SECUREBITS = 4, 24, 38, 28
+SECURE_ALL_BITS_LOCKED = 0x2F  # NOROOT, NO_SETUID_FIXUP, KEEP_CAPS_LOCKED..., each with its lock
 NOBODY_UID = 65534
+_libc = ctypes.CDLL(None, use_errno=True)
+_own_mount_namespace = False  # set once this process has unshared its mounts: only then may it remount
 
 
 @dataclass
 class SandboxConfig:
     memory_limit_mb: int | None = 16384  # address-space limit (skipped for GPU processes: CUDA maps huge ranges)
     file_size_limit_mb: int = 512  # largest file the candidate may write (bounds its printed output too)
-    drop_privileges: bool = True  # when running as root: become `nobody`, so the cache and other runs are read-only
+    drop_privileges: bool = True  # as root: no capabilities, a read-only view of the filesystem (see isolate)
     isolate_network: bool = True  # a network namespace of its own, where the OS allows it
+    pid_namespace: bool | None = None  # its own PID namespace (as root): None = on the CPU, off on a GPU
     threads: int = 1  # fixed thread count for CPU timing (torch and OpenMP)
 
 
-def enter(eval_dir: str, output_fd: int, config: SandboxConfig, uses_gpu: bool) -> list[str]:
-    """Apply the sandbox; returns notes on what could not be applied (they go into the result's warnings)."""
+def enter(eval_dir: str, output_fd: int, config: SandboxConfig, uses_gpu: bool, candidate: bool = True) -> list[str]:
+    """Apply the sandbox; returns notes on what could not be applied (they go into the result's warnings).
+
+    A trusted process (the reference's) is made undumpable, so a candidate cannot read it. The candidate stays
+    dumpable, because the worker reads its outputs from its memory; as root it loses every capability and sees
+    the filesystem read-only (namespaces are entered before, by `enter_namespaces`)."""
     notes: list[str] = []
     if os.getsid(0) != os.getpid():
         os.setsid()  # own process group: a timeout kills everything the candidate started
@@ -34,30 +44,99 @@ def enter(eval_dir: str, output_fd: int, config: SandboxConfig, uses_gpu: bool) 
     os.environ.update(HOME=eval_dir, TMPDIR=eval_dir, TRITON_HOME=eval_dir, TRITON_CACHE_DIR=os.path.join(eval_dir, "triton"),
                       TORCH_EXTENSIONS_DIR=os.path.join(eval_dir, "torch_extensions"),
                       OMP_NUM_THREADS=str(config.threads))
-    if config.isolate_network:
-        libc = ctypes.CDLL(None, use_errno=True)
-        if libc.unshare(CLONE_NEWNET) != 0:
-            notes.append("network isolation unavailable (unshare failed: not root?)")
     if config.memory_limit_mb and not uses_gpu:
         limit = config.memory_limit_mb << 20
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     size = config.file_size_limit_mb << 20
     resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    if config.drop_privileges and os.geteuid() == 0 and not _world_readable_install():
-        notes.append("privileges not dropped: the Python install is not readable by an unprivileged user")
-    elif config.drop_privileges and os.geteuid() == 0:
-        os.chown(eval_dir, NOBODY_UID, NOBODY_UID)
-        for root, dirs, files in os.walk(eval_dir):
-            for name in dirs + files:
-                os.chown(os.path.join(root, name), NOBODY_UID, NOBODY_UID)
-        os.setgroups([])
-        os.setgid(NOBODY_UID)
-        os.setuid(NOBODY_UID)
+    if not candidate:
+        no_inspection()
+        return notes
+    if os.geteuid() == 0 and config.drop_privileges:
+        notes += _read_only_world(eval_dir, private_shm=not uses_gpu)
+        drop_capabilities()
     elif config.drop_privileges:
-        notes.append("privileges not dropped (not root): the candidate runs as the caller's user")
-    no_inspection()
+        notes.append("not root: the candidate runs as the caller's user (its files are reachable; trusted "
+                     "processes are still unreadable: they are not dumpable)")
     return notes
+
+
+def enter_namespaces(config: SandboxConfig, uses_gpu: bool) -> tuple[list[str], bool]:
+    """Unshare what the candidate must not share; returns notes and whether a PID namespace was made (the
+    caller then forks once more: the child is the namespace's first process)."""
+    notes: list[str] = []
+    flags = CLONE_NEWNET if config.isolate_network else 0
+    root = os.geteuid() == 0 and config.drop_privileges
+    pid_ns = root and (config.pid_namespace if config.pid_namespace is not None else not uses_gpu)
+    if root:
+        flags |= CLONE_NEWNS | (CLONE_NEWPID if pid_ns else 0)
+    if flags and _libc.unshare(flags) != 0:
+        notes.append(f"namespaces unavailable (unshare failed, errno {ctypes.get_errno()})")
+        return notes, False
+    global _own_mount_namespace
+    _own_mount_namespace = bool(flags & CLONE_NEWNS)
+    return notes, bool(pid_ns)
+
+
+def _read_only_world(eval_dir: str, private_shm: bool) -> list[str]:
+    """A private mount table: every mount read-only except the evaluation's folder and (off the GPU, where
+    CUDA IPC needs the shared one) a private /dev/shm; a /proc of its own PID namespace when it has one."""
+    notes: list[str] = []
+    if not _own_mount_namespace:  # never touch the machine's own mount table
+        return ["read-only filesystem unavailable (no mount namespace of its own)"]
+    if _libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None) != 0:
+        return [f"read-only filesystem unavailable (errno {ctypes.get_errno()})"]
+    _libc.mount(eval_dir.encode(), eval_dir.encode(), None, MS_BIND | MS_REC, None)
+    for target in ("/dev/shm",) if private_shm else ():  # (/tmp stays, read-only: TMPDIR is its own folder)
+        if os.path.isdir(target):
+            _libc.mount(b"tmpfs", target.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, b"size=64m")
+    if os.getpid() == 1:  # the first process of its own PID namespace: a /proc that shows only it
+        _libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
+    failed = 0
+    for mount_point in _mount_points():
+        if mount_point == eval_dir or mount_point == "/dev/shm" or \
+                mount_point.startswith(("/proc", "/sys", "/dev")):
+            continue
+        flags = MS_REMOUNT | MS_BIND | MS_RDONLY | _mount_flags(mount_point)
+        if _libc.mount(None, mount_point.encode(), None, flags, None) != 0:
+            failed += 1
+    if failed:
+        notes.append(f"{failed} mount(s) could not be made read-only")
+    return notes
+
+
+def _mount_points() -> list[str]:
+    points = []
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            point = line.split()[4].encode().decode("unicode_escape")
+            points.append(point)
+    return points
+
+
+def _mount_flags(point: str) -> int:
+    """The per-mount flags a bind remount must keep (the kernel refuses to drop a locked one)."""
+    try:
+        st = os.statvfs(point)
+    except OSError:
+        return 0
+    keep = 0
+    for bit, flag in ((os.ST_NOSUID, MS_NOSUID), (os.ST_NODEV, MS_NODEV), (os.ST_NOEXEC, MS_NOEXEC)):
+        if st.f_flag & bit:
+            keep |= flag
+    return keep
+
+
+def drop_capabilities() -> None:
+    """Root without any capability, for good: it cannot ptrace, remount, or regain privileges by exec."""
+    _libc.prctl(PR_SET_SECUREBITS, SECURE_ALL_BITS_LOCKED, 0, 0, 0)
+    for cap in range(64):
+        _libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)
+    header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
+    data = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable (x2 words): all empty
+    _libc.capset(header, data)
+    _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
 
 
 def no_inspection() -> None:
@@ -68,7 +147,7 @@ def no_inspection() -> None:
         pass
 
 
-def _world_readable_install() -> bool:
+def _unused_world_readable_install() -> bool:
     """`nobody` must be able to reach Python, torch and kernelgym, or every later import would fail."""
     import sys
 

@@ -1,6 +1,8 @@
 # Exploit: hunting the reference in sys.modules. The task module (found in sys.modules through string.Formatter lookups, which dodge the `sys.modules` rule) supplies a fresh reference Model that does the work.
 # Task: L1/1_ReLU
 # Backend: cpp
+# Expect: runtime_error
+# Why: the task module and its Model no longer exist in the candidate's process: importing them fails at load, the failure reward
 import string
 
 import torch

@@ -1,6 +1,8 @@
 # Exploit: inheriting Model. The reference class is taken from the task module by attribute (not `class ModelNew(Model)`) and its forward runs unchanged.
 # Task: L1/1_ReLU
 # Backend: cpp
+# Expect: runtime_error
+# Why: the task module and its Model no longer exist in the candidate's process: importing them fails at load, the failure reward
 
 import kernelgym_task as _task
 

@@ -1,6 +1,8 @@
 # Exploit: input-independent output. The answer for guessed seeds is computed once at import and returned for every input.
 # Task: L2/1_Gemm_BiasAdd_ReLU
 # Backend: cpp
+# Expect: runtime_error
+# Why: the task module and its Model no longer exist in the candidate's process: importing them fails at load, the failure reward
 import kernelgym_task as _task
 import torch
 import torch.nn as nn

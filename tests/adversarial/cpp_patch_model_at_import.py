@@ -1,6 +1,8 @@
 # Exploit: patching Model at import. The task's Model.forward is replaced (through a string.Formatter lookup of __setattr__) by one that returns zeros, and ModelNew returns zeros too, hoping the judge compares against the patched reference.
 # Task: L1/1_ReLU
 # Backend: cpp
+# Expect: runtime_error
+# Why: the task module and its Model no longer exist in the candidate's process: importing them fails at load, the failure reward
 import string
 
 import torch

@@ -5,13 +5,16 @@ Each `<backend>_<exploit>.py` file here is one cheat, headed by
     # Exploit: <name>. <one sentence>
     # Task: <bundled task id>            e.g. L1/1_ReLU
     # Backend: cpp | triton | cuda
-    # Expect: crash                       optional: verdicts accepted besides hack/incorrect (exit cheats only)
+    # Expect: crash                       optional: verdicts accepted besides hack/incorrect (exits; targets gone from the process)
     # Why: <why that verdict earns no reward>          required with Expect
     # Max-speedup: 1.5                    optional: the measured speedup, where timing ran, stays below this
     # Group: <name> <order>               optional: evaluated in order, in one pool, after the others of its group
 
-A cheat passes when the judge's verdict is hack or incorrect (or the listed Expect), no speedup is credited,
-and no reward in `kernelgym.rewards` pays it more than a plain failed attempt. cpp cheats run on the CPU
+A cheat passes when it earns nothing: either the judge's verdict is hack or incorrect (or the listed Expect)
+and no reward in `kernelgym.rewards` pays it more than a plain failed attempt; or its trick was defused —
+it aims at something that no longer lives in the candidate's process (the timer, the reference, the checked
+calls), so what is left is the honest part of it: verdict ok, no verified speedup, a measured speedup below
+its Max-speedup (1.1 when not given), and no reward above a correct solution measured at that speedup. cpp cheats run on the CPU
 (in CI); triton and cuda cheats are marked gpu and run on a GPU host. A failing case here is a hole in the
 judge: keep it failing until the judge is fixed, never loosen the assertion.
 """
@@ -124,8 +127,28 @@ def _describe(cheat: Cheat, result: EvalResult) -> str:
             f"reasons={result.reasons}; output tail: {result.output_tail[-400:]!r}")
 
 
+DEFUSED_MAX_SPEEDUP = 1.1
+
+
+def _correct_at(result: EvalResult, speedup: float) -> EvalResult:
+    """The same measurement, as an honest correct solution with an unverified `speedup` would have it."""
+    import copy
+
+    honest = copy.deepcopy(result)
+    honest.timing.speedup, honest.timing.verified = speedup, False
+    return honest
+
+
 def assert_no_credit(cheat: Cheat, result: EvalResult) -> None:
-    label = "HOLE: " if result.verdict is Verdict.OK else "unexpected verdict (neither hack nor incorrect): "
+    if result.verdict is Verdict.OK:  # defused: only the honest, slower part of the cheat is left
+        limit = min(cheat.max_speedup or DEFUSED_MAX_SPEEDUP, DEFUSED_MAX_SPEEDUP)
+        assert result.verified_speedup is None, "HOLE: " + _describe(cheat, result)
+        assert result.speedup is not None and result.speedup < limit, "HOLE: " + _describe(cheat, result)
+        for name in rewards.names():
+            reward = rewards.get_reward(name)
+            assert reward(result) <= reward(_correct_at(result, limit)), f"reward {name!r}: " + _describe(cheat, result)
+        return
+    label = "unexpected verdict (neither hack nor incorrect): "
     assert result.verdict in cheat.accepted, label + _describe(cheat, result)
     assert result.speedup is None and result.verified_speedup is None, _describe(cheat, result)
     baseline = _failed_attempt(result)

@@ -108,8 +108,8 @@ BAD_INPUTS = {
     "ten_megabytes": ("#" * 10_000_000, Verdict.COMPILE_ERROR, "source_too_large"),
     "no_model_new": (NO_MODEL_NEW, Verdict.COMPILE_ERROR, "no_model_new"),
     "compile_error": (COMPILE_ERROR, Verdict.COMPILE_ERROR, "compile_error"),
-    "wrong_signature": (WRONG_SIGNATURE, Verdict.RUNTIME_ERROR, "correctness_error"),
-    "os_exit_in_forward": (EXIT_IN_PYTHON, Verdict.HACK, "os_access"),  # seen statically; the native one is not
+    "wrong_signature": (WRONG_SIGNATURE, Verdict.RUNTIME_ERROR, "runtime_error"),
+    "os_exit_in_forward": (EXIT_IN_PYTHON, Verdict.CRASH, "crash"),  # an exit is no result: the failure reward
 }
 
 

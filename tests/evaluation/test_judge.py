@@ -24,27 +24,27 @@ class ModelNew(nn.Module):
     def forward(self, x):
         lib.relu_inplace(x, x.numel())
         return x.view(x.shape)
-''', Verdict.HACK, "inputs_modified"),
+''', Verdict.HACK, {"inputs_modified", "output_aliases_input"}),
     "returns_alias": (KERNEL + '''
 class ModelNew(nn.Module):
     def forward(self, x):
         y = x.view(-1)
         return y.view(x.shape)
-''', Verdict.HACK, "kernel_not_called"),
+''', Verdict.HACK, {"output_aliases_input", "kernel_not_called"}),
     "constant_output": (KERNEL + '''
 class ModelNew(nn.Module):
     def forward(self, x):
         y = torch.empty_like(x)
         lib.relu(torch.full_like(x, 0.5), y, x.numel())
         return y
-''', Verdict.INCORRECT, "incorrect"),
+''', Verdict.INCORRECT, {"incorrect"}),
     "stale_memory": (KERNEL + '''
 class ModelNew(nn.Module):
     def forward(self, x):
         y = torch.empty_like(x)
         lib.relu(y, y, 0)
         return y
-''', Verdict.INCORRECT, "incorrect"),
+''', Verdict.INCORRECT, {"incorrect"}),
     "cache_by_shape": (KERNEL + '''
 _cache = {}
 
@@ -56,15 +56,7 @@ class ModelNew(nn.Module):
             lib.relu(x.contiguous(), y, x.numel())
             _cache[key] = y
         return _cache[key]
-''', Verdict.HACK, "kernel_not_called"),
-    "stateful_self_cache": (KERNEL + '''
-class ModelNew(nn.Module):
-    def forward(self, x):
-        y = torch.empty_like(x)
-        lib.relu(x.contiguous(), y, x.numel())
-        self.last = y
-        return y
-''', Verdict.HACK, "stateful_forward"),
+''', Verdict.INCORRECT, {"incorrect"}),
     "inherits_model": ('''
 import torch.nn as nn
 from kernelgym.kernels import load_cpp
@@ -76,7 +68,7 @@ class Model(nn.Module):
 
 class ModelNew(Model):
     pass
-''', Verdict.HACK, "inherits_reference"),
+''', Verdict.HACK, {"inherits_reference"}),
     "patches_allclose": (KERNEL + '''
 torch.allclose = lambda *a, **k: True
 
@@ -85,7 +77,7 @@ class ModelNew(nn.Module):
         y = torch.empty_like(x)
         lib.relu(x, y, 0)
         return y
-''', Verdict.HACK, "patching"),
+''', Verdict.HACK, {"comparison_patch"}),
     "background_thread": (KERNEL + '''
 import threading
 
@@ -94,14 +86,14 @@ class ModelNew(nn.Module):
         y = torch.empty_like(x)
         threading.Thread(target=lib.relu, args=(x, y, x.numel())).start()
         return y
-''', Verdict.HACK, "forbidden_import"),
+''', (Verdict.HACK, Verdict.INCORRECT), {"kernel_not_called", "incorrect", "extra_cores"}),
     "half_precision": (KERNEL + '''
 class ModelNew(nn.Module):
     def forward(self, x):
         y = torch.empty_like(x)
         lib.relu(x.contiguous(), y, x.numel())
         return y.half().float()
-''', Verdict.HACK, "precision_downgrade"),
+''', Verdict.INCORRECT, {"incorrect"}),
 }
 
 
@@ -112,11 +104,26 @@ def relu():
 
 @pytest.mark.parametrize("name", sorted(CHEATS))
 def test_cheats_get_no_credit(pool, relu, name):
-    source, verdict, reason = CHEATS[name]
+    source, verdicts, rule_names = CHEATS[name]
+    verdicts = verdicts if isinstance(verdicts, tuple) else (verdicts,)
     result = pool.evaluate(relu, source, backend="cpp")
-    assert result.verdict is verdict, (result.reasons, result.output_tail[-500:])
-    assert any(r.startswith(reason) for r in result.reasons), result.reasons
+    assert result.verdict in verdicts, (result.reasons, result.output_tail[-500:])
+    assert any(r.rule in rule_names for r in result.reasons), result.reasons
     assert result.speedup is None and result.verified_speedup is None
+
+
+def test_an_output_kept_on_self_is_honest(pool, relu):
+    """Style is not evidence: remembering the last output (or a workspace) on self is no cheat."""
+    source = KERNEL + '''
+class ModelNew(nn.Module):
+    def forward(self, x):
+        y = torch.empty_like(x)
+        lib.relu(x.contiguous(), y, x.numel())
+        self.last = y
+        return y
+'''
+    result = pool.evaluate(relu, source, backend="cpp")
+    assert result.verdict is Verdict.OK, result.reasons
 
 
 @pytest.mark.parametrize("cheat", cheats("cpp"), ids=lambda c: c.cheat)
@@ -153,7 +160,9 @@ def test_result_round_trips_through_a_dict(pool, relu):
     assert again.to_feedback() == result.to_feedback()
 
 
-def test_timing_reports_the_clean_reference_and_no_sync_cost_on_the_cpu(pool, relu):
+def test_timing_reports_what_the_trusted_clock_saw(pool, relu):
     timing = pool.evaluate(relu, examples("cpp")[0].source, backend="cpp").timing
-    assert timing.sync_cost_ms is None  # only the GPU region has a synchronize to calibrate
-    assert timing.reference_pre_import_ms is not None and timing.reference_pre_import_ms > 0
+    assert timing.round_trip_ms is not None and timing.round_trip_ms > 0  # taken off both sides' batches
+    assert timing.calls_per_batch >= 1 and timing.batches >= 1 and timing.candidate.trials == timing.batches
+    assert 0 < timing.cpu_time_ratio <= 1.5  # one thread allowed: the candidate's tree stayed within it
+    assert timing.readback_lag_ms is None  # a GPU measure

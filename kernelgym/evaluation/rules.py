@@ -1,0 +1,138 @@
+"""The judge's rules: one catalogue that the pipeline, the feedback and docs/threat-model.md all come from.
+
+A `Reason` is what a rule says about one evaluation: the rule, the verdict it implies, and a message an
+agent can act on. It is a `str` ("rule: message") so results stay plain JSON and readable in logs, but code
+reads `.rule` and `.verdict`, never the text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kernelgym.evaluation.result import Verdict
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    verdict: Verdict
+    stops: str  # the attack or mistake it stops (docs/threat-model.md lists these)
+    evidence: str  # what the judge looks at, and where that is measured
+
+
+_CATALOGUE: list[Rule] = []
+
+
+def _rule(name: str, verdict: Verdict, stops: str, evidence: str) -> Rule:
+    rule = Rule(name, verdict, stops, evidence)
+    _CATALOGUE.append(rule)
+    return rule
+
+
+C, H, R, I, T, X, INF = (Verdict.COMPILE_ERROR, Verdict.HACK, Verdict.RUNTIME_ERROR, Verdict.INCORRECT,
+                         Verdict.TIMEOUT, Verdict.CRASH, Verdict.INFRASTRUCTURE_ERROR)
+
+# the contract (static, compile_error) ---------------------------------------------------------------------
+SYNTAX_ERROR = _rule("syntax_error", C, "a reply that is not Python", "the source, parsed")
+EMPTY_SOURCE = _rule("empty_source", C, "an empty reply", "the source")
+SOURCE_TOO_LARGE = _rule("source_too_large", C, "replies too large to judge", "the source's size")
+NO_MODEL_NEW = _rule("no_model_new", C, "a module without `class ModelNew`", "the source, parsed")
+NO_FORWARD = _rule("no_forward", C, "a ModelNew without `forward`", "the source, parsed")
+NO_KERNEL = _rule("no_kernel", C, "a solution with no kernel of the chosen backend (a pure-PyTorch rewrite, or "
+                  "code for another backend)", "the source: a loader call or @triton.jit")
+# unambiguous cheats, kept static because no honest solution writes them ---------------------------------
+TIMER_PATCH = _rule("timer_patch", H, "replacing clocks, synchronize or CUDA events (KernelBench's strict check)",
+                    "an assignment to a timer attribute in the source; timing no longer runs in the candidate's "
+                    "process, so this is intent, not a hole")
+COMPARISON_PATCH = _rule("comparison_patch", H, "replacing torch's comparisons (allclose, equal, ...)",
+                         "an assignment to a comparison attribute in the source")
+INHERITS_REFERENCE = _rule("inherits_reference", H, "`class ModelNew(Model)` that changes nothing",
+                           "the source: ModelNew derives from Model and defines no forward of its own")
+# building and loading --------------------------------------------------------------------------------------
+COMPILE_ERROR = _rule("compile_error", C, "code that does not build", "the compiler, run by the trusted worker")
+LOAD_ERROR = _rule("load_error", R, "a module that fails at import or construction", "the candidate's process")
+CONTRACT = _rule("contract", R, "a module that breaks the solution contract at run time", "the candidate's process")
+NO_GPU = _rule("no_gpu", R, "CUDA code on a machine without a GPU (compiled only)", "the machine")
+# correctness -----------------------------------------------------------------------------------------------
+INCORRECT = _rule("incorrect", I, "wrong outputs", "outputs read by the trusted side, compared in the "
+                  "reference process with its own outputs on the same fresh inputs")
+RUNTIME_ERROR = _rule("runtime_error", R, "forward raising", "the candidate's process")
+OUT_OF_MEMORY = _rule("out_of_memory", R, "forward running out of memory", "the candidate's process")
+TOO_LARGE = _rule("too_large", R, "a task that cannot fit on this machine", "the task's input and output bytes "
+                  "against the device's memory, before anything runs")
+INPUTS_MODIFIED = _rule("inputs_modified", H, "forward writing into its inputs (A9)",
+                        "the candidate's input buffers, read back by the trusted side after the call")
+OUTPUT_ALIASES_INPUT = _rule("output_aliases_input", H, "returning an input or a view of one (A10)",
+                             "output and input addresses, read by the trusted side")
+KERNEL_NOT_CALLED = _rule("kernel_not_called", H, "a fallback that runs instead of the solution's kernels "
+                          "(a build failing inside try/except, a token kernel)",
+                          "calls into the solution's own kernels during checked and timed calls")
+PRECISION_DOWNGRADE = _rule("precision_downgrade", H, "TF32 or reduced-precision matmul switched on for an fp32 "
+                            "task", "the precision flags after each call")
+# timing ----------------------------------------------------------------------------------------------------
+OUTPUTS_CHANGED = _rule("outputs_changed", H, "timed calls that skip work, cache, or finish after 'done' "
+                        "(A1-A4)", "every timed call's outputs, read from the frozen process by the trusted "
+                        "side and compared with the reference's outputs on the same fresh inputs")
+OUTPUTS_UNREADABLE = _rule("outputs_unreadable", H, "hiding timed outputs from the judge",
+                           "the trusted side's read of the frozen process's memory")
+EXTRA_CORES = _rule("extra_cores", H, "threads or processes that use more cores than the reference gets (A5, A8)",
+                    "CPU time of the candidate's whole process tree during its timed batches, read from /proc "
+                    "by the trusted side")
+NOT_REPRODUCED = _rule("not_reproduced", Verdict.OK, "(informational) an implausible speedup that does not "
+                       "reproduce is not verified", "a second timing of both sides")
+# profile ---------------------------------------------------------------------------------------------------
+TORCH_COMPUTE = _rule("torch_compute", H, "leaving the work to PyTorch (passthrough, partial passthrough)",
+                      "a profiled batch: share of time in PyTorch compute (allocation, fill and copy excluded)")
+UNTRACKED_COMPUTE = _rule("untracked_compute", H, "another library's kernels (numpy, ...) doing the work",
+                          "a profiled batch on the CPU: time in neither the solution's kernels nor PyTorch")
+# failures --------------------------------------------------------------------------------------------------
+TIMEOUT = _rule("timeout", T, "a stage that does not end", "the trusted worker's deadline")
+CRASH = _rule("crash", X, "a candidate process that dies (exit, segfault, CUDA error)", "the process's status")
+CUDA_ERROR = _rule("cuda_error", X, "a sticky CUDA error (illegal memory access)", "the candidate's process")
+REFERENCE_FAILED = _rule("reference_failed", R, "a broken task (its reference raises)", "the reference process")
+JUDGE_FAILED = _rule("judge_failed", INF, "a failure of a trusted process (never the candidate's fault)",
+                     "the reference process or worker")
+PROTOCOL = _rule("protocol", X, "a candidate process that breaks the conversation", "the trusted worker")
+BASELINE_ONLY = _rule("baseline_only", Verdict.OK, "(informational) the reference was timed alone", "")
+
+RULES: dict[str, Rule] = {rule.name: rule for rule in _CATALOGUE}
+
+
+class Reason(str):
+    """One rule's finding: `str(reason)` is "rule: message"; `.rule` and `.verdict` are what code reads."""
+
+    rule: str
+    message: str
+
+    def __new__(cls, rule: Rule | str, message: str) -> Reason:
+        name = rule.name if isinstance(rule, Rule) else rule
+        self = super().__new__(cls, f"{name}: {message}" if message else name)
+        self.rule, self.message = name, message
+        return self
+
+    def __reduce__(self):  # copies and pickles keep the rule
+        return (Reason, (self.rule, self.message))
+
+    @property
+    def verdict(self) -> Verdict | None:
+        rule = RULES.get(self.rule)
+        return rule.verdict if rule else None
+
+    @classmethod
+    def parse(cls, text: str) -> Reason:
+        """A reason read back from JSON (the inverse of str())."""
+        if isinstance(text, Reason):
+            return text
+        name, _, message = str(text).partition(": ")
+        return cls(name, message)
+
+
+def reason(rule: Rule, message: str = "") -> Reason:
+    return Reason(rule, message)
+
+
+def catalogue_markdown() -> str:
+    """The table in docs/threat-model.md (a test checks the doc against it)."""
+    lines = ["| rule | verdict | stops | evidence |", "| --- | --- | --- | --- |"]
+    lines += [f"| `{r.name}` | {r.verdict.value} | {r.stops} | {r.evidence} |" for r in _CATALOGUE]
+    return "\n".join(lines)

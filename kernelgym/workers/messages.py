@@ -1,0 +1,201 @@
+"""The judge's conversation with its two evaluation processes, as typed messages.
+
+The worker (trusted) talks to the reference process R (trusted: task code only) and the candidate process C
+(untrusted: it owns its whole process, native code included). Nothing the verdict depends on lives in C:
+no timer, no reference, no expected output, no list of what will be checked.
+
+    W                                R (reference)                       C (candidate)
+    |  <--------------------- Hello ---|                                    |
+    |  <--------------------- Ready ---|  (init args, sizes, roofline)      |
+    |  <--------------------------------------------------------- Hello ---|
+    |  <--------------------------------------------------------- Build ---|  (repeated: the worker
+    |  Built | BuildFailed ---------------------------------------------->|   compiles, C only loads)
+    |  <-------------------------------------------------------- Loaded ---|
+    |  Construct(init args) ------------------------------------------->   |
+    |  <--------------------------------------------------- Constructed ---|
+    |  MakeInputs(seeds) ------------> |                                    |
+    |  <------------------ Inputs(fd) -|  fresh sets in a sealed arena      |
+    |  RunBatch(arena) --------------> |  clock: W's, around each batch     |
+    |  <------------- BatchDone -------|                                    |
+    |  RunBatch(arena) ------------------------------------------------->  |
+    |  <----------------------------------------------------- BatchDone ---|  W freezes C's tree, reads
+    |  Compare(outputs) -------------> |                                    |   every output itself, thaws
+    |  <---------------- Compared -----|                                    |
+    |  Release ----------------------> |  Release ------------------------> |
+    |  ... correctness batch, timed rounds (order alternates), profiled batch ...
+    |  Stop -------------------------> |  Stop ---------------------------> |
+
+Every batch, checked or timed or profiled, is the same RunBatch over fresh inputs: C cannot tell them apart by
+the conversation (only the profiled one runs under a profiler). Senders say how many items follow, so no side
+recomputes the other's counts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import socket
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from kernelgym.workers import protocol
+
+_REGISTRY: dict[str, type[Message]] = {}
+
+
+@dataclass
+class Message:
+    kind: ClassVar[str] = ""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls.kind = re.sub(r"(?<!^)(?=[A-Z])", "_", cls.__name__).lower()
+        _REGISTRY[cls.kind] = cls
+
+
+def send(sock: socket.socket, message: Message, blobs=(), fds=()) -> None:
+    protocol.send(sock, message.kind, dataclasses.asdict(message), blobs, fds)
+
+
+def receive(sock: socket.socket) -> tuple[Message, list[bytearray], list[int]]:
+    """The next message, its blobs and passed descriptors; ProtocolError if it is not one of ours."""
+    kind, meta, blobs, fds = protocol.recv_with_fds(sock)
+    cls = _REGISTRY.get(kind)
+    if cls is None:
+        raise protocol.ProtocolError(f"unknown message {kind!r}")
+    names = {f.name for f in dataclasses.fields(cls)}
+    try:
+        return cls(**{k: v for k, v in meta.items() if k in names}), blobs, fds
+    except TypeError as exc:
+        raise protocol.ProtocolError(f"malformed {kind!r}: {exc}") from None
+
+
+# both processes ------------------------------------------------------------------------------------------
+
+@dataclass
+class Hello(Message):
+    notes: list[str] = field(default_factory=list)  # what the sandbox could not apply
+    pid: int = 0  # as the worker sees it (checked against the worker's own view of the tree)
+
+
+@dataclass
+class Failed(Message):
+    """A stage raised in the process; `kind` is compile | contract | oom | cuda | runtime."""
+
+    stage: str = ""
+    error_kind: str = "runtime"
+    message: str = ""
+    frames: list[str] = field(default_factory=list)
+    log: str = ""
+
+
+@dataclass
+class RunBatch(Message):
+    """Call forward once per input set of the arena, in order; reply BatchDone. Sent with the arena's fd (CPU)."""
+
+    batch: int = 0
+    layout: list[list[dict]] = field(default_factory=list)  # per call, per input: tensor (offset, dtype, shape) or value
+    ipc: list[list[dict]] = field(default_factory=list)  # GPU: per call, per input, a CUDA IPC handle or a value
+    profile: bool = False
+    map_only: bool = False  # GPU: map the IPC input sets and answer at once (before the timed RunBatch)
+
+
+@dataclass
+class BatchDone(Message):
+    batch: int = 0
+    outputs: list[list[dict]] = field(default_factory=list)  # per call, per output: address/ipc, dtype, shape
+    inputs: list[list[dict]] = field(default_factory=list)  # CPU: where each input tensor was mapped
+    own_kernel_calls: int = 0  # counted in C: informative, never trusted alone
+    precision_lowered: bool = False
+    profile: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Release(Message):
+    batch: int = 0
+
+
+@dataclass
+class Stop(Message):
+    pass
+
+
+# the reference process --------------------------------------------------------------------------------
+
+@dataclass
+class Ready(Message):
+    init_args: list[dict] = field(default_factory=list)  # get_init_inputs(), as wire values
+    outputs_per_call: int = 1
+    input_bytes: int = 0  # one input set
+    output_bytes: int = 0  # one call's outputs
+    device_memory_bytes: int = 0  # GPU: free device memory when the reference was ready
+    flops: float | None = None
+    min_bytes: float | None = None
+    peaks: dict | None = None
+
+
+@dataclass
+class MakeInputs(Message):
+    batch: int = 0
+    seeds: list[int] = field(default_factory=list)
+    perturbed: list[bool] = field(default_factory=list)
+
+
+@dataclass
+class Inputs(Message):
+    """The fresh sets, in a sealed memfd (passed as an fd) on the CPU, as IPC handles on the GPU."""
+
+    batch: int = 0
+    layout: list[list[dict]] = field(default_factory=list)
+    ipc: list[list[dict]] = field(default_factory=list)
+
+
+@dataclass
+class Compare(Message):
+    """Outputs the worker read from C (blobs, CPU) or C's IPC handles (GPU), for one call of a batch."""
+
+    batch: int = 0
+    call: int = 0
+    outputs: list[dict] = field(default_factory=list)
+    atol: float = 1e-4
+    rtol: float = 1e-4
+
+
+@dataclass
+class Compared(Message):
+    trial: dict = field(default_factory=dict)  # a TrialResult as a dict
+    inputs_modified: bool = False  # GPU: the shared input set no longer matches the reference's copy
+
+
+# the candidate process --------------------------------------------------------------------------------
+
+@dataclass
+class Build(Message):
+    request: dict = field(default_factory=dict)  # language + what that builder needs
+
+
+@dataclass
+class Built(Message):
+    path: str = ""
+
+
+@dataclass
+class BuildFailed(Message):
+    message: str = ""
+    log: str = ""
+
+
+@dataclass
+class Loaded(Message):
+    pass
+
+
+@dataclass
+class Construct(Message):
+    init_args: list[dict] = field(default_factory=list)
+    init_seed: int = 0
+
+
+@dataclass
+class Constructed(Message):
+    pass
