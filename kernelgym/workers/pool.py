@@ -80,6 +80,7 @@ class _Worker:
         self.process: subprocess.Popen | None = None
         self.conn: Connection | None = None
         self.tasks_done = 0
+        self.started: int | None = None  # the worker process's start time (clock ticks since boot)
 
     def start(self) -> None:
         config = self.pool.config
@@ -102,6 +103,10 @@ class _Worker:
             env=scrubbed_env(extra), cwd=work_root, stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log,
         )
         theirs.close()
+        try:
+            self.started = int(start_time(self.process.pid))
+        except (OSError, IndexError, ValueError):
+            self.started = None  # no /proc: nothing is swept
         self.conn = Connection(os.dup(ours.fileno()))
         ours.close()
         self.conn.send({"work_root": work_root, "sandbox": config.sandbox, "has_gpu": self.pool.gpu})
@@ -143,8 +148,8 @@ class _Worker:
             lines = []
         for line in lines:
             pid, _, started = line.partition(" ")
-            if pid.isdigit():
-                _kill_if_same(int(pid), started)
+            if pid.isdigit() and self.started is not None:
+                _kill_if_same(int(pid), started, self.started)
         try:
             names = os.listdir(work_root)
         except OSError:
@@ -365,12 +370,15 @@ class EvalPool:
             pass
 
 
-def _kill_if_same(pid: int, started: str) -> None:
-    """SIGKILL the process (and its process group) `pid`, only if it is still the one that started then."""
+def _kill_if_same(pid: int, started: str, worker_started: int) -> None:
+    """SIGKILL the process (and its process group) `pid`, only if it is still the one that started then, after
+    the worker that forked it, and is neither this process nor in its process group."""
     try:
-        if start_time(pid) != started:
-            return  # gone, and the pid reused
-    except (OSError, IndexError):
+        if start_time(pid) != started or int(started) < worker_started or pid <= 1 or pid == os.getpid():
+            return  # gone and the pid reused, or not a process of that worker
+        if os.getpgid(pid) == os.getpgrp():
+            return
+    except (OSError, IndexError, ValueError):
         return
     for kill in (os.killpg, os.kill):
         try:

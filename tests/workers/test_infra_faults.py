@@ -86,3 +86,27 @@ def test_a_full_disk_is_never_charged_to_the_candidate(monkeypatch, relu_task, r
     assert calls == []  # nothing runs on a full disk
     assert result.verdict is Verdict.INFRASTRUCTURE_ERROR
     assert stats.causes["disk_full"] == 2 and stats.not_judged == 1
+
+
+def test_the_sweep_kills_only_what_its_worker_forked():
+    import subprocess
+
+    from kernelgym.workers.pool import _kill_if_same
+    from kernelgym.workers.worker import start_time
+
+    _kill_if_same(1, start_time(1), 0)  # pid 1 (e.g. a pid noted from inside a PID namespace): never
+    _kill_if_same(os.getpid(), start_time(os.getpid()), 0)  # this process: never
+    ours = subprocess.Popen(["sleep", "30"])  # in this process's group: never
+    theirs = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    try:
+        _kill_if_same(ours.pid, start_time(ours.pid), 0)
+        started = start_time(theirs.pid)
+        _kill_if_same(theirs.pid, started, int(started) + 1)  # older than the worker: not its child
+        _kill_if_same(theirs.pid, str(int(started) + 1), 0)  # another start time: the pid was reused
+        assert ours.poll() is None and theirs.poll() is None
+        _kill_if_same(theirs.pid, started, 0)
+        assert theirs.wait(timeout=10) == -signal.SIGKILL
+    finally:
+        for p in (ours, theirs):
+            p.kill()
+            p.wait()
