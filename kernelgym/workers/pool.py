@@ -371,16 +371,17 @@ class EvalPool:
 
 
 def _kill_if_same(pid: int, started: str, worker_started: int) -> None:
-    """SIGKILL the process (and its process group) `pid`, only if it is still the one that started then, after
-    the worker that forked it, and is neither this process nor in its process group."""
+    """SIGKILL the process `pid` (and its process group, unless that is this process's), only if it is still the
+    one that started then, after the worker that forked it, and is not this process. A stopped process (the
+    worker freezes the candidate while it reads its outputs) dies too."""
     try:
         if start_time(pid) != started or int(started) < worker_started or pid <= 1 or pid == os.getpid():
             return  # gone and the pid reused, or not a process of that worker
-        if os.getpgid(pid) == os.getpgrp():
-            return
+        # Not yet in a session of its own (e.g. killed with its worker before it got there): it alone.
+        kills = (os.kill,) if os.getpgid(pid) == os.getpgrp() else (os.killpg, os.kill)
     except (OSError, IndexError, ValueError):
         return
-    for kill in (os.killpg, os.kill):
+    for kill in kills:
         try:
             kill(pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):

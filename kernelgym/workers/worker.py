@@ -40,8 +40,8 @@ def _serve(conn: Connection) -> None:
             return
         try:
             result = pipeline.run(job)
-        except Exception as exc:  # a bug of ours: still an answer, never a hung pool
-            result = EvalResult(job.task_id, job.backend, job.size, Verdict.CRASH,
+        except Exception as exc:  # a bug of ours (the judge failed, not the candidate): an answer, never a hang
+            result = EvalResult(job.task_id, job.backend, job.size, Verdict.INFRASTRUCTURE_ERROR,
                                 [f"internal_error: {type(exc).__name__}: {exc}"], output_tail=traceback.format_exc()[-3000:])
         conn.send(result.to_dict())
 

@@ -96,14 +96,16 @@ def test_the_sweep_kills_only_what_its_worker_forked():
 
     _kill_if_same(1, start_time(1), 0)  # pid 1 (e.g. a pid noted from inside a PID namespace): never
     _kill_if_same(os.getpid(), start_time(os.getpid()), 0)  # this process: never
-    ours = subprocess.Popen(["sleep", "30"])  # in this process's group: never
+    ours = subprocess.Popen(["sleep", "30"])  # in this process's group: it alone, never the group
     theirs = subprocess.Popen(["sleep", "30"], start_new_session=True)
     try:
         _kill_if_same(ours.pid, start_time(ours.pid), 0)
+        assert ours.wait(timeout=10) == -signal.SIGKILL
         started = start_time(theirs.pid)
         _kill_if_same(theirs.pid, started, int(started) + 1)  # older than the worker: not its child
         _kill_if_same(theirs.pid, str(int(started) + 1), 0)  # another start time: the pid was reused
-        assert ours.poll() is None and theirs.poll() is None
+        assert theirs.poll() is None
+        os.kill(theirs.pid, signal.SIGSTOP)  # frozen, as the worker leaves a candidate it reads
         _kill_if_same(theirs.pid, started, 0)
         assert theirs.wait(timeout=10) == -signal.SIGKILL
     finally:
