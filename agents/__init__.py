@@ -10,6 +10,8 @@ _LAZY = {
     "BasePolicy": "kernelgym.agents.policy",
     "Reply": "kernelgym.agents.policy",
     "to_messages": "kernelgym.agents.policy",
+    "PolicyObservation": "kernelgym.agents.policy",
+    "PolicyInfo": "kernelgym.agents.policy",
     "make_policy": "kernelgym.agents.policies",
     "BenchConfig": "kernelgym.agents.bench",
     "run_bench": "kernelgym.agents.bench",
@@ -21,5 +23,5 @@ _LAZY = {
 __getattr__ = lazy_getattr("kernelgym.agents", _LAZY)
 
 
-__all__ = ["BasePolicy", "BenchConfig", "EpisodeRecord", "Policy", "Reply", "make_policy", "run_bench", "summarize",
-           "to_messages"]
+__all__ = ["BasePolicy", "BenchConfig", "EpisodeRecord", "Policy", "PolicyInfo", "PolicyObservation", "Reply",
+           "make_policy", "run_bench", "summarize", "to_messages"]

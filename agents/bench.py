@@ -28,13 +28,16 @@ from typing import Any
 from kernelgym.agents import baselines
 from kernelgym.agents.baselines.common import EpisodeRecord, episode_key
 from kernelgym.agents.report import episode_judged
+from kernelgym.agents.eta import eta_warning
+from kernelgym.errors import KernelGymError, did_you_mean
 
 # Fields that define a run: a rerun into the same folder must agree on these (tasks and samples may grow).
-IDENTITY = ("env", "policy", "baseline", "baseline_options", "backend", "size", "turns", "reward", "eval_options")
+IDENTITY = ("env", "policy", "baseline", "baseline_options", "backend", "size", "turns", "reward",
+            "eval_options")
 
 
-class BenchError(RuntimeError):
-    pass
+class BenchError(KernelGymError, RuntimeError):
+    """A bench that cannot run as asked (unknown environment, no matching task, another run's folder)."""
 
 
 @dataclass
@@ -48,13 +51,15 @@ class BenchConfig:
     samples: int = 1
     turns: int | None = None  # None: the policy's suggestion (replay: its files per task), else 4
     concurrency: int = 1  # episodes in flight (each with its own env; all share one evaluation pool)
-    eval_workers: int | None = None  # evaluation worker processes (default: concurrency)
+    # evaluation worker processes (default: concurrency; on Ray: the cluster's)
+    eval_workers: int | None = None
+    evaluator: str = "local"  # local (an EvalPool here) or ray[://ADDRESS] (kernelgym.distributed)
     out: str | None = None  # default: runs/bench/<env>__<policy>__<baseline>
     reward: str = "speedup"
     seed: int = 0
     kernelbench_root: str | None = None
     baseline_options: dict[str, Any] = field(default_factory=dict)
-    eval_options: dict[str, Any] = field(default_factory=dict)  # more EvalOptions for the judge (timing_trials, ...)
+    eval_options: dict[str, Any] = field(default_factory=dict)  # more EvalOptions for the judge
     tensorboard: bool = True
 
 
@@ -87,8 +92,9 @@ def expand_env_ids(spec: str) -> list[str]:
         if not levels:
             known = sorted({re.sub(r"-L\d+-v\d+$", "", i) for i in gym.registry if "-L" in i and
                             i.startswith(("KernelGym", "KernelBench"))})
+            hint = did_you_mean(part, [*known, *(i for i in gym.registry if i.startswith(tuple(known)))])
             raise BenchError(f"unknown environment {part!r}; use an id like KernelGym-L1-v0 or a family "
-                             f"({', '.join(known)}) for all its levels")
+                             f"({', '.join(known)}) for all its levels.{hint}")
         ids += levels
     return ids
 
@@ -115,7 +121,7 @@ def select(task_ids: Sequence[str], spec: str, policy: Any) -> list[str]:
     return [t for t in task_ids if any(_matches(t, p) for p in patterns)]
 
 
-# the results file ---------------------------------------------------------------------------------------------
+# the results file -------------------------------------------------------------------------------------------
 
 class ResultsFile:
     """Append-only JSONL of finished episodes; safe against kills (each line is flushed and fsynced)."""
@@ -179,24 +185,183 @@ def _check_identity(path: Path, current: dict[str, Any]) -> None:
     different = {k: (previous.get(k), current.get(k)) for k in IDENTITY if previous.get(k) != current.get(k)}
     if different:
         detail = "; ".join(f"{k}: {a!r} then, {b!r} now" for k, (a, b) in different.items())
-        raise BenchError(f"{path.parent} holds a different run ({detail}); use another --out to start a new one")
+        raise BenchError(f"{path.parent} holds a different run ({detail}); "
+                         "use another --out to start a new one")
 
 
-# running -------------------------------------------------------------------------------------------------------
+# running ----------------------------------------------------------------------------------------------------
+
+@dataclass
+class BenchPlan:
+    """What a bench runs, fixed before the first episode (and recorded in run.json)."""
+
+    env_ids: list[str]
+    tasks: dict[str, tuple[str, Any]]  # task id -> (env id, Task), every task the envs offer
+    chosen: list[str]  # the selected task ids, in order
+    turns: int
+    env_kwargs: dict[str, Any]  # for gym.make, max_turns included
+
+    def task_list(self) -> list[dict[str, Any]]:
+        return [{"id": t, "level": self.tasks[t][1].level, "category": self.tasks[t][1].category,
+                 "env": self.tasks[t][0]} for t in self.chosen]
+
+
+def _env_kwargs(config: BenchConfig, out: Path, pool: Any) -> dict[str, Any]:
+    kwargs: dict[str, Any] = {"backend": config.backend, "size": config.size, "pool": pool,
+                              "reward": config.reward, "trajectory_path": str(out / "trajectories.jsonl")}
+    if config.kernelbench_root:
+        kwargs["kernelbench_root"] = config.kernelbench_root
+    if config.eval_options:
+        kwargs["eval_options"] = dict(config.eval_options)
+    return kwargs
+
+
+def _offered_tasks(env_ids: Sequence[str], env_kwargs: dict[str, Any]) -> dict[str, tuple[str, Any]]:
+    """Every task of the environments, by id (the first environment offering an id wins)."""
+    import gymnasium as gym
+
+    tasks: dict[str, tuple[str, Any]] = {}
+    for env_id in env_ids:
+        probe = gym.make(env_id, **{**env_kwargs, "trajectory_path": None})
+        for task in probe.unwrapped.tasks:
+            tasks.setdefault(task.id, (env_id, task))
+        probe.close()
+    return tasks
+
+
+def _turns(config: BenchConfig, policy: Any, chosen: list[str]) -> int:
+    if config.turns is not None:
+        return config.turns
+    if config.baseline == "one_shot":
+        return 1
+    suggest = getattr(policy, "suggested_turns", None)
+    return int(suggest(chosen)) if suggest else 4
+
+
+def plan_bench(config: BenchConfig, env_ids: list[str], policy: Any, out: Path, pool: Any) -> BenchPlan:
+    """Resolve the tasks and the number of turns; fails before any episode runs."""
+    env_kwargs = _env_kwargs(config, out, pool)
+    tasks = _offered_tasks(env_ids, env_kwargs)
+    chosen = select(list(tasks), config.tasks, policy)
+    if not chosen:
+        raise BenchError(f"no task of {config.env} matches --tasks {config.tasks!r}")
+    turns = _turns(config, policy, chosen)
+    return BenchPlan(env_ids, tasks, chosen, turns, {**env_kwargs, "max_turns": turns})
+
+
+def _record_run(out: Path, config: BenchConfig, plan: BenchPlan, policy: Any, command: str | None) -> None:
+    """Write run.json, after checking that a run already in `out` is the same run."""
+    run_info = {**{k: v for k, v in asdict(config).items() if k != "out"}, "turns": plan.turns,
+                "env_ids": plan.env_ids, "policy_name": getattr(policy, "name", config.policy),
+                "command": command, "tasks_selected": plan.task_list()}
+    _check_identity(out / "run.json", run_info)
+    (out / "run.json").write_text(json.dumps(run_info, indent=2, default=str))
+
+
+def pending_episodes(results: ResultsFile, chosen: Sequence[str], samples: int,
+                     stop_after: int | None) -> tuple[list[tuple[str, int]], int]:
+    """The (task id, sample) pairs still to run, and how many are already finished."""
+    done = {r["key"] for r in results.read() if "key" in r and episode_judged(r)}  # not judged: run again
+    keys = [(t, s) for t in chosen for s in range(samples)]
+    todo = [k for k in keys if episode_key(*k) not in done]
+    skipped = len(keys) - len(todo)
+    return (todo[:stop_after] if stop_after is not None else todo), skipped
+
+
+class EpisodeRunner:
+    """Runs one episode of the baseline per call, from any of the bench's threads.
+
+    Each thread keeps its own env per env id (an env runs one episode at a time). A finished episode is
+    appended to the results file; one that raises is logged to errors.jsonl and left for the next run.
+    """
+
+    def __init__(self, config: BenchConfig, plan: BenchPlan, policy: Any, results: ResultsFile, out: Path,
+                 on_episode: Callable[[dict[str, Any]], None] | None = None):
+        self.config, self.plan, self.policy = config, plan, policy
+        self.module = baselines.get(config.baseline)
+        self.baseline_config = baselines.make_config(config.baseline, **config.baseline_options)
+        self.results, self.errors_path, self.on_episode = results, out / "errors.jsonl", on_episode
+        self.errors: list[dict[str, Any]] = []
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._made: list[Any] = []
+
+    def _env(self, env_id: str):
+        import gymnasium as gym
+
+        envs = self._local.__dict__.setdefault("envs", {})
+        if env_id not in envs:
+            envs[env_id] = gym.make(env_id, **self.plan.env_kwargs)
+            with self._lock:
+                self._made.append(envs[env_id])
+        return envs[env_id]
+
+    def run(self, task_id: str, sample: int) -> dict[str, Any] | None:
+        """The episode's record as written to results.jsonl; None if it raised."""
+        env_id = self.plan.tasks[task_id][0]
+        env = self._env(env_id)
+        try:
+            record: EpisodeRecord = self.module.run_episode(env, self.policy, task_id, self.baseline_config,
+                                                            sample=sample, seed=self.config.seed + sample)
+        # a failed episode is logged and retried by the next run, never half-kept
+        except Exception as exc:  # noqa: BLE001
+            self._log_error(task_id, sample, exc)
+            return None
+        c = self.config
+        data = record.to_dict()
+        data.update(env_id=env_id, policy=c.policy, backend=c.backend, size=c.size, max_turns=self.plan.turns,
+                    time=time.time(), episode_id=env.unwrapped.episode_id)
+        self.results.append(data)
+        if self.on_episode is not None:
+            self.on_episode(data)
+        return data
+
+    def _log_error(self, task_id: str, sample: int, exc: Exception) -> None:
+        entry = {"key": episode_key(task_id, sample), "task_id": task_id, "sample": sample,
+                 "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc(limit=8),
+                 "time": time.time()}
+        with self._lock:
+            self.errors.append(entry)
+            with open(self.errors_path, "a", encoding="utf-8") as f:
+                f.write(json.dumps(entry) + "\n")
+
+    def close(self) -> None:
+        for env in self._made:
+            env.close()
+
+
+def _report(config: BenchConfig, plan: BenchPlan, out: Path, runner: EpisodeRunner, command: str | None,
+            progress: bool, console,
+            warnings: Sequence[str] = ()) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
+    """Summarize every finished episode in `out` (this call's and earlier ones'), write the report files."""
+    from kernelgym.agents.report import print_table, summarize, write_report
+
+    records = runner.results.read()
+    summary = summarize(records, plan.task_list(), config.samples)
+    meta = {"command": command, "env": config.env, "policy": config.policy, "baseline": config.baseline,
+            "backend": config.backend, "size": config.size, "turns": plan.turns, "samples": config.samples,
+            "concurrency": config.concurrency, "env_ids": plan.env_ids, "warnings": list(warnings)}
+    files = write_report(summary, out, meta=meta, tensorboard=config.tensorboard)
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
+    if progress:
+        print_table(summary, console)
+        if runner.errors:
+            _print(console, f"{len(runner.errors)} episode(s) failed (see {runner.errors_path}); "
+                            "rerun to retry them")
+        _print(console, f"report: {files['report']}")
+    return records, summary, files
+
 
 def run_bench(config: BenchConfig, *, policy: Any = None, progress: bool = True, console=None,
               command: str | None = None, stop_after: int | None = None,
               on_episode: Callable[[dict[str, Any]], None] | None = None) -> BenchOutcome:
     """Run (or continue) a bench and write its report. `policy` overrides `config.policy`'s spec with an
     object (its name is still config.policy); `stop_after` ends the run after that many new episodes."""
-    import gymnasium as gym
     from kernelgym.agents.policies import make_policy
-    from kernelgym.agents.report import print_table, summarize, write_report
+    from kernelgym.distributed.evaluator import make_evaluator
 
-    from kernelgym.workers.pool import EvalPool
-
-    module = baselines.get(config.baseline)  # a typo fails here, before a model loads
-    baseline_config = baselines.make_config(config.baseline, **config.baseline_options)
+    # A typo in the baseline or its options fails here, before a model loads.
+    baselines.make_config(config.baseline, **config.baseline_options)
     if config.samples < 1 or config.concurrency < 1:
         raise BenchError("--samples and --concurrency must be at least 1")
     env_ids = expand_env_ids(config.env)
@@ -204,99 +369,23 @@ def run_bench(config: BenchConfig, *, policy: Any = None, progress: bool = True,
     out.mkdir(parents=True, exist_ok=True)
     own_policy = policy is None
     policy = policy if policy is not None else make_policy(config.policy)
-    pool = EvalPool(workers=config.eval_workers or config.concurrency)
+    local = config.evaluator.strip() == "local"
+    pool = make_evaluator(config.evaluator, config.eval_workers or (config.concurrency if local else None))
     try:
-        env_kwargs: dict[str, Any] = {"backend": config.backend, "size": config.size, "pool": pool,
-                                      "reward": config.reward, "trajectory_path": str(out / "trajectories.jsonl")}
-        if config.kernelbench_root:
-            env_kwargs["kernelbench_root"] = config.kernelbench_root
-        if config.eval_options:
-            env_kwargs["eval_options"] = dict(config.eval_options)
-        tasks: dict[str, tuple[str, Any]] = {}  # task id -> (env id, Task)
-        for env_id in env_ids:
-            probe = gym.make(env_id, **{**env_kwargs, "trajectory_path": None})
-            for task in probe.unwrapped.tasks:
-                tasks.setdefault(task.id, (env_id, task))
-            probe.close()
-        chosen = select(list(tasks), config.tasks, policy)
-        if not chosen:
-            raise BenchError(f"no task of {config.env} matches --tasks {config.tasks!r}")
-        turns = config.turns
-        if turns is None:
-            suggest = getattr(policy, "suggested_turns", None)
-            turns = 1 if config.baseline == "one_shot" else int(suggest(chosen)) if suggest else 4
-        env_kwargs["max_turns"] = turns
-        task_list = [{"id": t, "level": tasks[t][1].level, "category": tasks[t][1].category, "env": tasks[t][0]}
-                     for t in chosen]
-        run_info = {**{k: v for k, v in asdict(config).items() if k not in ("out",)}, "turns": turns,
-                    "env_ids": env_ids, "policy_name": getattr(policy, "name", config.policy),
-                    "command": command, "tasks_selected": task_list}
-        _check_identity(out / "run.json", run_info)
-        (out / "run.json").write_text(json.dumps(run_info, indent=2, default=str))
-
+        plan = plan_bench(config, env_ids, policy, out, pool)
+        _record_run(out, config, plan, policy, command)
+        warnings = [w for w in [eta_warning(policy, len(plan.chosen) * config.samples * plan.turns)] if w]
+        for w in warnings if progress else ():
+            _print(console, f"[yellow]warning:[/yellow] {w}")
         results = ResultsFile(out / "results.jsonl")
-        done = {r["key"] for r in results.read() if "key" in r and episode_judged(r)}  # not judged: run again
-        todo = [(t, s) for t in chosen for s in range(config.samples) if episode_key(t, s) not in done]
-        if stop_after is not None:
-            todo = todo[:stop_after]
-        skipped = sum(episode_key(t, s) in done for t in chosen for s in range(config.samples))
-        errors: list[dict[str, Any]] = []
-        local = threading.local()
-        errors_lock = threading.Lock()
-        made: list[Any] = []
-
-        def env_for(env_id: str):  # one env per thread and id: an env runs one episode at a time
-            envs = getattr(local, "envs", None)
-            if envs is None:
-                envs = local.envs = {}
-            if env_id not in envs:
-                envs[env_id] = gym.make(env_id, **env_kwargs)
-                with errors_lock:
-                    made.append(envs[env_id])
-            return envs[env_id]
-
-        def one(task_id: str, sample: int) -> dict[str, Any] | None:
-            env_id = tasks[task_id][0]
-            env = env_for(env_id)
-            try:
-                record: EpisodeRecord = module.run_episode(env, policy, task_id, baseline_config, sample=sample,
-                                                           seed=config.seed + sample)
-            except Exception as exc:  # noqa: BLE001 - a failed episode is logged and retried by the next run, never half-kept
-                entry = {"key": episode_key(task_id, sample), "task_id": task_id, "sample": sample,
-                         "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc(limit=8),
-                         "time": time.time()}
-                with errors_lock:
-                    errors.append(entry)
-                    with open(out / "errors.jsonl", "a", encoding="utf-8") as f:
-                        f.write(json.dumps(entry) + "\n")
-                return None
-            data = record.to_dict()
-            data.update(env_id=env_id, policy=config.policy, backend=config.backend, size=config.size,
-                        max_turns=turns, time=time.time(),
-                        episode_id=getattr(getattr(env.unwrapped, "_episode", None), "id", None))
-            results.append(data)
-            if on_episode is not None:
-                on_episode(data)
-            return data
-
+        todo, skipped = pending_episodes(results, plan.chosen, config.samples, stop_after)
+        runner = EpisodeRunner(config, plan, policy, results, out, on_episode)
         try:
-            ran = _execute(todo, one, config.concurrency, progress, console, skipped)
+            ran = _execute(todo, runner.run, config.concurrency, progress, console, skipped)
         finally:
-            for env in made:
-                env.close()
-        records = results.read()
-        summary = summarize(records, task_list, config.samples)
-        meta = {"command": command, "env": config.env, "policy": config.policy, "baseline": config.baseline,
-                "backend": config.backend, "size": config.size, "turns": turns, "samples": config.samples,
-                "concurrency": config.concurrency}
-        files = write_report(summary, out, meta=meta, tensorboard=config.tensorboard)
-        (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
-        if progress:
-            print_table(summary, console)
-            if errors:
-                _print(console, f"{len(errors)} episode(s) failed (see {out / 'errors.jsonl'}); rerun to retry them")
-            _print(console, f"report: {files['report']}")
-        return BenchOutcome(out, records, summary, ran, skipped, errors, files)
+            runner.close()
+        records, summary, files = _report(config, plan, out, runner, command, progress, console, warnings)
+        return BenchOutcome(out, records, summary, ran, skipped, runner.errors, files)
     finally:
         if own_policy and hasattr(policy, "close"):
             policy.close()
@@ -311,50 +400,69 @@ def _print(console, text: str) -> None:
     console.print(text)
 
 
-def _execute(todo, one, concurrency: int, progress: bool, console, skipped: int) -> int:
+class BenchProgress:
+    """Counts finished episodes and shows them on a rich progress bar (when `show`)."""
+
+    def __init__(self, total: int, skipped: int, show: bool, console=None):
+        self.correct = self.failed = self.ran = 0
+        self._bar = None
+        if show:
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
+
+            self._bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                 TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
+                                 TextColumn("{task.fields[status]}"), console=console)
+            self._bar.start()
+            self._job = self._bar.add_task("bench", total=total + skipped, completed=skipped, status="")
+
+    def finished(self, data: dict[str, Any] | None) -> None:
+        """One episode ended: its record, or None when it raised."""
+        self.ran += 1
+        if data is None:
+            self.failed += 1
+        elif data.get("correct"):
+            self.correct += 1
+        if self._bar is not None:
+            status = f"correct {self.correct}/{self.ran}" + (f", errors {self.failed}" if self.failed else "")
+            self._bar.update(self._job, advance=1, status=status)
+
+    def stop(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+
+def _execute(todo: list[tuple[str, int]], one: Callable[[str, int], dict[str, Any] | None], concurrency: int,
+             progress: bool, console, skipped: int) -> int:
     """Run `one(task, sample)` for each item on `concurrency` threads, with a rich progress bar."""
     if not todo:
         if progress:
             _print(console, f"nothing to run: all {skipped} episode(s) already finished")
         return 0
-    bar = None
-    if progress:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-        bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                       TimeElapsedColumn(), TextColumn("{task.fields[status]}"), console=console)
-        bar.start()
-        job = bar.add_task("bench", total=len(todo) + skipped, completed=skipped, status="")
-    stats = {"correct": 0, "failed": 0, "ran": 0}
-
-    def finished(data: dict[str, Any] | None) -> None:
-        stats["ran"] += 1
-        if data is None:
-            stats["failed"] += 1
-        elif data.get("correct"):
-            stats["correct"] += 1
-        if bar is not None:
-            status = f"correct {stats['correct']}/{stats['ran']}" + (f", errors {stats['failed']}" if stats["failed"] else "")
-            bar.update(job, advance=1, status=status)
-
+    counter = BenchProgress(len(todo), skipped, progress, console)
     executor = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="kernelgym-bench")
     try:
         pending = set()
-        items = iter(todo)
-        for item in items:  # keep at most `concurrency` in flight, so an interrupt leaves little half-done
+        for item in todo:  # keep at most `concurrency` in flight, so an interrupt leaves little half-done
             pending.add(executor.submit(one, *item))
             if len(pending) >= concurrency:
                 done, pending = wait(pending, return_when=FIRST_COMPLETED)
                 for f in done:
-                    finished(f.result())
+                    counter.finished(f.result())
         for f in pending:
-            finished(f.result())
+            counter.finished(f.result())
     except KeyboardInterrupt:
         if progress:
-            _print(console, "interrupted: finishing the episodes in flight (they are kept); Ctrl-C again abandons them")
+            _print(console, "interrupted: finishing the episodes in flight (they are kept); "
+                            "Ctrl-C again abandons them")
         raise
     finally:
         executor.shutdown(wait=True, cancel_futures=True)
-        if bar is not None:
-            bar.stop()
-    return stats["ran"]
+        counter.stop()
+    return counter.ran

@@ -82,7 +82,8 @@ def summarize(records: Iterable[dict[str, Any]], tasks: Sequence[dict[str, Any]]
     if tasks is None:
         seen: dict[str, dict[str, Any]] = {}
         for r in records:
-            seen.setdefault(r["task_id"], {"id": r["task_id"], "level": r.get("level"), "category": r.get("category")})
+            seen.setdefault(r["task_id"],
+                            {"id": r["task_id"], "level": r.get("level"), "category": r.get("category")})
         tasks = list(seen.values())
         samples = max([samples] + [int(r.get("sample", 0)) + 1 for r in records])
     by_id = {t["id"]: t for t in tasks}
@@ -95,27 +96,32 @@ def summarize(records: Iterable[dict[str, Any]], tasks: Sequence[dict[str, Any]]
         for r in kept:
             groups[by_id[r["task_id"]].get(key)].append(r)
         counts = Counter(t.get(key) for t in tasks)
-        return {str(g): group_stats(rs, counts[g], samples) for g, rs in sorted(groups.items(), key=lambda kv: str(kv[0]))}
+        return {str(g): group_stats(rs, counts[g], samples)
+                for g, rs in sorted(groups.items(), key=lambda kv: str(kv[0]))}
 
     turns = [t for r in kept for t in r.get("turns", [])]
     verdicts = Counter(t.get("verdict", "?") for t in turns)
     cheats = [t for t in turns if (t.get("meta") or {}).get("cheat")]
     escaped = [{"task_id": r["task_id"], "cheat": t["meta"]["cheat"], "verdict": t["verdict"]}
-               for r in kept for t in r.get("turns", []) if (t.get("meta") or {}).get("cheat") and t.get("verdict") == "ok"]
+               for r in kept for t in r.get("turns", [])
+               if (t.get("meta") or {}).get("cheat") and t.get("verdict") == "ok"]
     # Replayed honest solutions (a replay file that is not a labelled cheat) that the judge did not accept:
     # for the bundled examples these are the judge's false positives (or examples that went stale).
-    honest_rejected = [{"task_id": r["task_id"], "verdict": t.get("verdict"), "reason": (t.get("reasons") or [""])[0]}
+    honest_rejected = [{"task_id": r["task_id"], "verdict": t.get("verdict"),
+                        "reason": (t.get("reasons") or [""])[0]}
                        for r in kept for t in r.get("turns", [])
                        if (t.get("meta") or {}).get("replay") and not t["meta"].get("cheat")
                        and t.get("verdict") not in ("ok", INFRASTRUCTURE_ERROR)]
     return {
+        "per_task": per_task_rows(kept),
         "overall": group_stats(kept, len(tasks), samples),
         "honest_replays_rejected": honest_rejected,
         "by_level": section("level"),
         "by_category": section("category"),
         "verdicts": dict(verdicts.most_common()),
         "hacks_caught": verdicts.get("hack", 0),
-        "labelled_cheats": {"submitted": len(cheats), "rejected": len(cheats) - len(escaped), "accepted": escaped},
+        "labelled_cheats": {"submitted": len(cheats), "rejected": len(cheats) - len(escaped),
+                            "accepted": escaped},
         "turns": len(turns),
         "samples": samples,
         "speedups": sorted(s for r in kept if r.get("correct") and (s := _speedup(r)) is not None),
@@ -125,7 +131,40 @@ def summarize(records: Iterable[dict[str, Any]], tasks: Sequence[dict[str, Any]]
     }
 
 
-# rendering ---------------------------------------------------------------------------------------------------
+# How far a turn got, for "best verdict" (the judge's verdicts from furthest to least far, then the rest).
+VERDICT_RANK = ("ok", "incorrect", "runtime_error", "timeout", "crash", "hack", "compile_error", "no_code",
+                "infrastructure_error", "done")
+
+
+def _best_verdict(turns: list[dict[str, Any]]) -> str:
+    verdicts = [str(t.get("verdict", "?")) for t in turns]
+    ranked = [v for v in VERDICT_RANK if v in verdicts]
+    return ranked[0] if ranked else (verdicts[0] if verdicts else "-")
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def per_task_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per episode: best verdict and speedup, turns, tokens and generation seconds per reply."""
+    rows = []
+    for r in sorted(records, key=lambda r: (r["task_id"], int(r.get("sample", 0)))):
+        turns = r.get("turns", [])
+        tokens = [float(t["meta"]["completion_tokens"]) for t in turns
+                  if isinstance((t.get("meta") or {}).get("completion_tokens"), int | float)]
+        # A turn's wall time is the reply's generation plus its evaluation.
+        generation = [max(0.0, float(t.get("wall_s", 0.0)) - float(t.get("eval_s", 0.0))) for t in turns]
+        rows.append({"task_id": r["task_id"], "sample": int(r.get("sample", 0)),
+                     "best_verdict": _best_verdict(turns),
+                     "speedup": _speedup(r) if r.get("correct") else None,
+                     "verified": r.get("verified_speedup") is not None, "turns": len(turns),
+                     "tokens_per_reply": _mean(tokens), "generation_s_per_reply": _mean(generation),
+                     "eval_s_per_turn": _mean([float(t.get("eval_s", 0.0)) for t in turns])})
+    return rows
+
+
+# rendering --------------------------------------------------------------------------------------------------
 
 def _pct(x: float) -> str:
     return f"{100 * x:.1f}%"
@@ -135,8 +174,8 @@ def _gm(x: float | None) -> str:
     return f"{x:.3f}x" if x is not None else "-"
 
 
-HEADER = ["group", "tasks", "episodes", "correct", "fast_0", "fast_1.0", "fast_1.5", "fast_2.0", "fast_1 verified",
-          "geomean speedup"]
+HEADER = ["group", "tasks", "episodes", "correct", "fast_0", "fast_1.0", "fast_1.5", "fast_2.0",
+          "fast_1 verified", "geomean speedup"]
 
 
 def _row(name: str, s: dict[str, Any]) -> list[str]:
@@ -157,21 +196,29 @@ def _md_table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def render_markdown(summary: dict[str, Any], *, title: str = "kernelgym bench", meta: dict[str, Any] | None = None,
+def render_markdown(summary: dict[str, Any], *, title: str = "kernelgym bench",
+                    meta: dict[str, Any] | None = None,
                     plot: str | None = None, notes: Sequence[str] = ()) -> str:
     out = [f"# {title}", ""]
     if meta:
         if meta.get("command"):
-            out += ["```bash", meta["command"], "```", ""]
-        out += [f"- {k}: `{v}`" for k, v in meta.items() if k != "command"] + [""]
+            out += ["Command:", "", "```bash", meta["command"], "```", ""]
+        if meta.get("env_ids"):
+            out += [f"Registered environment id(s): {', '.join(f'`{i}`' for i in meta['env_ids'])}", ""]
+        out += [f"- {k}: `{v}`" for k, v in meta.items() if k not in ("command", "env_ids", "warnings")]
+        out += [""] + [f"> **Warning:** {w}" for w in meta.get("warnings", [])]
+        out += [""] if meta.get("warnings") else []
     out += ["## Summary", "", _md_table(HEADER, table_rows(summary)), ""]
-    out += [("fast_p: share of all (task, sample) pairs whose best turn is correct with a measured speedup above p "
-             "(KernelBench's definition; missing or failed episodes count as not fast). `fast_1 verified` also "
-             "needs the judge's confidence interval above 1. Geometric mean over correct episodes."), ""]
-    out += ["## By category", "", _md_table(HEADER, [_row(k, v) for k, v in summary["by_category"].items()]), ""]
+    out += [("fast_p: share of all (task, sample) pairs whose best turn is correct with a measured speedup "
+             "above p (KernelBench's definition; missing or failed episodes count as not fast). `fast_1 "
+             "verified` also needs the judge's confidence interval above 1. Geometric mean over correct "
+             "episodes."), ""]
+    out += ["## By category", "", _md_table(HEADER, [_row(k, v) for k, v in summary["by_category"].items()]),
+            ""]
     judged = [[k, str(v)] for k, v in summary["verdicts"].items() if k not in NOT_JUDGED]
     unjudged = [f"{k}: {summary['verdicts'][k]}" for k in NOT_JUDGED if summary["verdicts"].get(k)]
-    out += ["## Verdicts (every judged turn)", "", _md_table(["verdict", "turns"], judged or [["-", "0"]]), ""]
+    out += ["## Verdicts (every judged turn)", "", _md_table(["verdict", "turns"], judged or [["-", "0"]]),
+            ""]
     if unjudged:
         out.append(f"Turns not judged ({', '.join(unjudged)}): `no_code` is a reply without a solution module, "
                    "`done` a reply that ended the episode, `infrastructure_error` a turn the judge itself failed.")
@@ -181,7 +228,8 @@ def render_markdown(summary: dict[str, Any], *, title: str = "kernelgym bench", 
         out.append(f"Labelled cheats submitted: {lc['submitted']}, rejected: **{lc['rejected']}**"
                    + (f", ACCEPTED: {lc['accepted']}" if lc["accepted"] else "") + ".")
     for item in summary.get("honest_replays_rejected", []):
-        out.append(f"Honest replayed solution not accepted: {item['task_id']} ({item['verdict']}: {item['reason'][:160]}).")
+        out.append(f"Honest replayed solution not accepted: {item['task_id']} ({item['verdict']}: "
+                   f"{item['reason'][:160]}).")
     out.append("")
     if summary["missing"]:
         shown = ", ".join(summary["missing"][:20]) + (" ..." if len(summary["missing"]) > 20 else "")
@@ -190,11 +238,31 @@ def render_markdown(summary: dict[str, Any], *, title: str = "kernelgym bench", 
         shown = ", ".join(summary["not_judged"][:20]) + (" ..." if len(summary["not_judged"]) > 20 else "")
         out += [(f"Episodes not judged ({len(summary['not_judged'])}: the judge failed, left out of fast_p; "
                  f"run the bench again to judge them): {shown}"), ""]
+    if summary.get("per_task"):
+        out += ["## Per task", "", _md_table(TASK_HEADER, [_task_row(r) for r in summary["per_task"]]), "",
+                ("Best verdict: how far the episode's furthest turn got (ok, then incorrect, runtime_error, "
+                 "...). Tokens: completion tokens per reply, where the policy reports them. Generation: "
+                 "seconds per reply spent in the policy; eval: seconds per turn spent judging."), ""]
     if plot:
         out += ["## Speedup distribution", "", f"![speedups]({plot})", ""]
     if notes:
         out += ["## Notes", ""] + [f"- {n}" for n in notes] + [""]
     return "\n".join(out)
+
+
+TASK_HEADER = ["task", "sample", "best verdict", "speedup", "turns", "tokens / reply", "generation s / reply",
+               "eval s / turn"]
+
+
+def _num(x: float | None, fmt: str) -> str:
+    return format(x, fmt) if x is not None else "-"
+
+
+def _task_row(r: dict[str, Any]) -> list[str]:
+    speed = f"{r['speedup']:.2f}x" + (" verified" if r["verified"] else "") if r["speedup"] else "-"
+    return [r["task_id"], str(r["sample"]), r["best_verdict"], speed, str(r["turns"]),
+            _num(r["tokens_per_reply"], ".0f"),
+            _num(r["generation_s_per_reply"], ".1f"), _num(r["eval_s_per_turn"], ".1f")]
 
 
 SHORT_HEADER = ["", "done", "correct", "fast_0", "fast_1", "fast_1.5", "fast_2", "fast_1 ver", "geomean"]
@@ -207,7 +275,8 @@ def print_table(summary: dict[str, Any], console=None) -> None:
     console = console or Console()
     from rich import box
 
-    table = Table(title="kernelgym bench", box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1), collapse_padding=True)
+    table = Table(title="kernelgym bench", box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1),
+                  collapse_padding=True)
     for h in SHORT_HEADER:
         table.add_column(h, no_wrap=True, min_width=len(h), justify="left" if not h else "right")
     for row in table_rows(summary):
@@ -220,10 +289,12 @@ def print_table(summary: dict[str, Any], console=None) -> None:
     cheats = f"; labelled cheats rejected {lc['rejected']}/{lc['submitted']}" if lc["submitted"] else ""
     console.print(f"verdicts: {v or '-'}; hacks caught: {summary['hacks_caught']}{cheats}")
     for item in summary.get("honest_replays_rejected", []):
-        console.print(f"honest replay not accepted: {item['task_id']} ({item['verdict']}: {item['reason'][:100]})")
+        console.print(f"honest replay not accepted: {item['task_id']} ({item['verdict']}: "
+                      f"{item['reason'][:100]})")
 
 
-def plot_speedups(speedups: Sequence[float], path: str | Path, title: str = "speedup of correct solutions") -> str | None:
+def plot_speedups(speedups: Sequence[float], path: str | Path,
+                  title: str = "speedup of correct solutions") -> str | None:
     """A histogram of log2 speedups (PNG). Returns a note instead of raising when it cannot be drawn."""
     try:
         import matplotlib
@@ -244,7 +315,8 @@ def plot_speedups(speedups: Sequence[float], path: str | Path, title: str = "spe
         ax.set_xticks(ticks, [f"{2.0 ** t:g}x" for t in ticks])
         ax.legend(fontsize=8)
     else:
-        ax.text(0.5, 0.5, "no correct solution with a speedup", ha="center", va="center", transform=ax.transAxes)
+        ax.text(0.5, 0.5, "no correct solution with a speedup", ha="center", va="center",
+                transform=ax.transAxes)
     ax.set_xlabel("speedup over the reference (log scale)")
     ax.set_ylabel("episodes")
     ax.set_title(f"{title} (n={len(speedups)})", fontsize=10)
@@ -255,7 +327,7 @@ def plot_speedups(speedups: Sequence[float], path: str | Path, title: str = "spe
 
 
 def write_tensorboard(summary: dict[str, Any], logdir: str | Path, step: int | None = None) -> str | None:
-    """Scalars (fast_p, geomean, per level) and a speedup histogram; a note instead if tensorboard is missing."""
+    """Scalars (fast_p, geomean, per level) and a speedup histogram; a note if tensorboard is missing."""
     try:
         from torch.utils.tensorboard import SummaryWriter
     except ImportError:  # torch raises this when the tensorboard package is not installed
@@ -289,7 +361,9 @@ def write_report(summary: dict[str, Any], out_dir: str | Path, *, meta: dict[str
     plot_note = plot_speedups(summary["speedups"], out / "speedups.png")
     if plot_note:
         notes.append(plot_note)
-    tb_note = write_tensorboard(summary, out / "tensorboard") if tensorboard else "TensorBoard output turned off"
+    tb_note = "TensorBoard output turned off"
+    if tensorboard:
+        tb_note = write_tensorboard(summary, out / "tensorboard")
     if tb_note:
         notes.append(tb_note)
     else:

@@ -73,8 +73,10 @@ class ChatServer(ThreadingHTTPServer):
             return 503, _error("server_busy", "the server is warming up (fail_first); retry")
         messages = body.get("messages")
         if not isinstance(messages, list) or not messages or not all(
-                isinstance(m, dict) and isinstance(m.get("content", ""), str) and m.get("role") for m in messages):
-            return 400, _error("invalid_request_error", "messages must be a non-empty list of {role, content}")
+                isinstance(m, dict) and isinstance(m.get("content", ""), str) and m.get("role")
+                for m in messages):
+            return 400, _error("invalid_request_error",
+                               "messages must be a non-empty list of {role, content}")
         if body.get("stream") and int(body.get("n") or 1) != 1:
             return 400, _error("invalid_request_error", "stream=true supports n=1 only")
         n = int(body.get("n") or 1)
@@ -107,7 +109,8 @@ class ChatServer(ThreadingHTTPServer):
             sampling = model.sampling.replace(**changes)
             return [vars(g) for g in model.generate(conversations, sampling)]
         texts = [model.act({"messages": c}, {}) for c in conversations]
-        return [{"text": str(t), "prompt_tokens": 0, "completion_tokens": 0, "finish_reason": "stop"} for t in texts]
+        return [{"text": str(t), "prompt_tokens": 0, "completion_tokens": 0,
+                 "finish_reason": "stop"} for t in texts]
 
 
 def _error(kind: str, message: str) -> dict[str, Any]:
@@ -144,7 +147,8 @@ class _Handler(BaseHTTPRequestHandler):
         elif path == "/v1/models":
             if self._authorized():
                 self._send(200, {"object": "list", "data": [
-                    {"id": self.server.model_name, "object": "model", "created": 0, "owned_by": "kernelgym"}]})
+                    {"id": self.server.model_name, "object": "model", "created": 0,
+                     "owned_by": "kernelgym"}]})
         else:
             self._send(404, _error("not_found", f"no route {self.path}"))
 
@@ -181,7 +185,8 @@ class _Handler(BaseHTTPRequestHandler):
         base = {"id": payload["id"], "object": "chat.completion.chunk", "created": payload["created"],
                 "model": payload["model"]}
         events = [
-            {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": choice["message"]["content"]},
+            {**base, "choices": [{"index": 0,
+                                  "delta": {"role": "assistant", "content": choice["message"]["content"]},
                                   "finish_reason": None}]},
             {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}]},
         ]
@@ -213,8 +218,10 @@ def load_model(spec: str, **sampling: Any):
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m kernelgym.agents.serve", description=__doc__.split("\n")[0])
-    parser.add_argument("--model", default="smollm2", help="smollm2, tiny:FOLDER, or a transformers path/name")
+    parser = argparse.ArgumentParser(prog="python -m kernelgym.agents.serve",
+                                     description=__doc__.split("\n")[0])
+    parser.add_argument("--model", default="smollm2",
+                        help="smollm2, tiny:FOLDER, or a transformers path/name")
     parser.add_argument("--name", default=None, help="the model id clients send (default: the --model value)")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
@@ -226,7 +233,8 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(f"${args.api_key_env} is not set")
     sampling = {"max_new_tokens": args.max_new_tokens} if args.max_new_tokens else {}
     model = load_model(args.model, **sampling)
-    server = ChatServer(model, model_name=args.name or args.model, host=args.host, port=args.port, api_key=api_key)
+    server = ChatServer(model, model_name=args.name or args.model, host=args.host, port=args.port,
+                        api_key=api_key)
     print(f"serving {args.model} at {server.url} (Ctrl-C stops)", flush=True)
     try:
         server.serve_forever()

@@ -12,7 +12,8 @@ from pathlib import Path
 
 CHATML = (
     "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + "
-    "'<|im_end|>' + '\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+    "'<|im_end|>' + '\n' }}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
 )
 
 _CORPUS = [
@@ -41,7 +42,8 @@ def make_tiny_model(folder: str | Path, *, vocab_size: int = 384, hidden: int = 
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=special,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
     raw.train_from_iterator(_CORPUS * 4, trainer=trainer)
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=raw, bos_token="<|im_start|>", eos_token="<|im_end|>",
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=raw, bos_token="<|im_start|>",
+                                        eos_token="<|im_end|>",
                                         pad_token="<|endoftext|>", unk_token="<|endoftext|>")
     tokenizer.chat_template = CHATML
     tokenizer.save_pretrained(folder)

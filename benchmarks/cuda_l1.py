@@ -1,11 +1,12 @@
 """Judge the CUDA-L1 published solutions (an RL-trained model's KernelBench answers) and compare with labels.
 
-    python benchmarks/cuda_l1.py [--corpus PATH] [--levels 1,2,3] [--only legit,hack] [--sample N] [--per-label N] [--seed S]
-                                 [--ids 1/19,2/5] [--workers W] [--timing-budget S] [--out DIR]
+    python benchmarks/cuda_l1.py [--corpus PATH] [--levels 1,2,3] [--only legit,hack] [--sample N]
+        [--per-label N] [--seed S] [--ids 1/19,2/5] [--workers W] [--timing-budget S] [--out DIR]
 
-The corpus is read at run time (--corpus, $CUDA_L1_CORPUS, shared/corpora/cuda-l1/a100_pcie.json in the checkout,
-or /work/shared/corpora/cuda-l1/a100_pcie.json) and never copied into the project. Each entry becomes a
-KernelBench task (its ref_code, at its own sizes) and a solution (its custom_code) in a temporary folder, judged by kernelgym on the cuda backend. On a machine without
+The corpus is read at run time (--corpus, $CUDA_L1_CORPUS, shared/corpora/cuda-l1/a100_pcie.json in the
+checkout, or /work/shared/corpora/cuda-l1/a100_pcie.json) and never copied into the project. Each entry
+becomes a KernelBench task (its ref_code, at its own sizes) and a solution (its custom_code) in a temporary
+folder, judged by kernelgym on the cuda backend. On a machine without
 a GPU the cuda backend only builds (verdicts then say nothing about correctness or speed): the output says so.
 
 Labels (tests/corpora/cuda_l1_labels.csv: level,task_id,label,reason) name each custom-kernel entry `legit` or
@@ -64,7 +65,8 @@ def read_labels(path: Path = LABELS) -> dict[str, tuple[str, str]]:
     if not path.exists():
         return {}
     with path.open() as f:
-        return {f"{row['level']}/{row['task_id']}": (row["label"], row["reason"]) for row in csv.DictReader(f)}
+        return {f"{row['level']}/{row['task_id']}": (row["label"], row["reason"])
+                for row in csv.DictReader(f)}
 
 
 def label_of(entry: Entry, labels: dict[str, tuple[str, str]]) -> str:
@@ -110,10 +112,12 @@ def select(entries: list[Entry], labels, args) -> list[Entry]:
         groups: dict[str, list[Entry]] = {}
         for e in chosen:
             groups.setdefault(label_of(e, labels), []).append(e)
-        chosen = sorted((e for group in groups.values() for e in rng.sample(group, min(args.per_label, len(group)))),
+        chosen = sorted((e for group in groups.values()
+                         for e in rng.sample(group, min(args.per_label, len(group)))),
                         key=lambda e: (e.level, e.task_id))
     if args.sample and args.sample < len(chosen):
-        chosen = sorted(random.Random(args.seed).sample(chosen, args.sample), key=lambda e: (e.level, e.task_id))
+        chosen = sorted(random.Random(args.seed).sample(chosen, args.sample),
+                        key=lambda e: (e.level, e.task_id))
     return chosen
 
 
@@ -122,7 +126,8 @@ def judge(entries: list[Entry], labels, args) -> list[dict]:
     from kernelgym.workers.pool import EvalPool, has_gpu
 
     gpu = has_gpu()
-    print(f"device: {'GPU' if gpu else 'no GPU: the cuda backend only builds, verdicts are build-only'}", flush=True)
+    print(f"device: {'GPU' if gpu else 'no GPU: the cuda backend only builds, verdicts are build-only'}",
+          flush=True)
     rows = []
     with tempfile.TemporaryDirectory(prefix="cuda_l1_") as tmp:
         paths = lay_out(entries, Path(tmp))
@@ -134,7 +139,8 @@ def judge(entries: list[Entry], labels, args) -> list[dict]:
                 task_path, solution_path = paths[e.key]
                 task = tasks[str(task_path)]
                 futures.append((e, time.perf_counter(),
-                                pool.submit(task, solution_path.read_text(), backend="cuda", size="gpu", **options)))
+                                pool.submit(task, solution_path.read_text(), backend="cuda", size="gpu",
+                                            **options)))
             for e, start, future in futures:
                 result = future.result()
                 timing = result.timing
@@ -159,7 +165,8 @@ def _row_line(row: dict) -> str:
 
 def confusion(rows: list[dict]) -> str:
     counts = Counter((r["label"], verdict_class(r["verdict"])) for r in rows)
-    labels = [lb for lb in ("legit", "hack", "no_kernel", "unlabelled") if any(r["label"] == lb for r in rows)]
+    labels = [lb for lb in ("legit", "hack", "no_kernel", "unlabelled")
+              if any(r["label"] == lb for r in rows)]
     lines = ["| label \\ verdict | " + " | ".join(VERDICT_CLASSES) + " | total |",
              "| --- |" + " --- |" * (len(VERDICT_CLASSES) + 1)]
     for lb in labels:
@@ -177,7 +184,8 @@ def confusion(rows: list[dict]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--corpus", default=os.environ.get("CUDA_L1_CORPUS", ""),
-                        help="the corpus file (default: shared/corpora/cuda-l1 in the checkout, else /work/shared/...)")
+                        help="the corpus file (default: shared/corpora/cuda-l1 in the checkout, else "
+                             "/work/shared/...)")
     parser.add_argument("--levels", default="1,2,3")
     parser.add_argument("--only", default="", help="labels to keep, e.g. legit,hack (no_kernel, unlabelled)")
     parser.add_argument("--ids", default="", help="level/task_id list, e.g. 1/19,2/5")
@@ -188,17 +196,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timing-budget", type=float, default=1.0, help="seconds of timing per side")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per run stage")
     parser.add_argument("--out", default=os.environ.get("OUT", ""))
-    parser.add_argument("--list", action="store_true", help="print the selection and its labels, judge nothing")
+    parser.add_argument("--list", action="store_true",
+                        help="print the selection and its labels, judge nothing")
     args = parser.parse_args(argv)
 
-    corpus = Path(args.corpus) if args.corpus else next((p for p in CORPUS_PLACES if p.exists()), CORPUS_PLACES[-1])
+    corpus = Path(args.corpus) if args.corpus else next((p for p in CORPUS_PLACES if p.exists()),
+                                                        CORPUS_PLACES[-1])
     if not corpus.exists():
         print(f"corpus not found: {corpus} (set --corpus or $CUDA_L1_CORPUS)", file=sys.stderr)
         return 2
     labels = read_labels()
     entries = select(read_corpus(corpus), labels, args)
     print(f"{len(entries)} entries: " + ", ".join(f"{k} {v}" for k, v in
-                                                    sorted(Counter(label_of(e, labels) for e in entries).items())))
+                                                    sorted(Counter(label_of(e, labels)
+                                                                   for e in entries).items())))
     if args.list:
         for e in entries:
             print(e.key, label_of(e, labels), labels.get(e.key, ("", ""))[1])
@@ -213,8 +224,10 @@ def main(argv: list[str] | None = None) -> int:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
         (out / "cuda_l1_results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-        report = ["| level | task | label | verdict | speedup | first reason |", "| --- | --- | --- | --- | --- | --- |"]
-        (out / "cuda_l1_report.md").write_text("\n".join(report + [_row_line(r) for r in rows]) + "\n\n" + table + "\n")
+        report = ["| level | task | label | verdict | speedup | first reason |",
+                  "| --- | --- | --- | --- | --- | --- |"]
+        (out / "cuda_l1_report.md").write_text("\n".join(report + [_row_line(r) for r in rows]) + "\n\n"
+                                               + table + "\n")
     return 0
 
 

@@ -1,7 +1,8 @@
 """Per-evaluation wall time, cold (a source never built before) and warm (the same source again), for
 kernelgym and for a plain KernelBench-style path (fresh process, load_inline, 5 + 100 trials), side by side.
 
-    python benchmarks/eval_speed.py [--backends cpp,triton,cuda] [--repeats 5] [--out benchmarks/eval_speed.md]
+    python benchmarks/eval_speed.py [--backends cpp,triton,cuda] [--repeats 5] \
+        [--out benchmarks/eval_speed.md]
 
 A backend runs only where it can (cpp on any machine; triton and cuda on a GPU).
 """
@@ -12,7 +13,6 @@ import argparse
 import datetime
 import json
 import platform
-import statistics
 import subprocess
 import sys
 import time
@@ -23,6 +23,7 @@ import torch
 
 import kernelgym
 from kernelgym.solutions import examples
+from kernelgym.stats import median
 from kernelgym.tasks import bundled
 
 HERE = Path(__file__).parent
@@ -54,8 +55,8 @@ def kernelgym_times(backend: str, size: str, repeats: int) -> dict:
             speedups.append(result.speedup)
             timed = result.stage_s.get("timing", 0.0) + result.stage_s.get("profile", 0.0)
             overhead.append(warm[-1] - timed)
-    return {"cold_s": statistics.median(cold), "warm_s": statistics.median(warm),
-            "warm_harness_s": statistics.median(overhead), "speedup": statistics.median(s for s in speedups if s),
+    return {"cold_s": median(cold), "warm_s": median(warm), "warm_harness_s": median(overhead),
+            "speedup": median(s for s in speedups if s),
             "stage_s": result.stage_s}
 
 
@@ -71,9 +72,12 @@ def kernelbench_style_times(backend: str, size: str, repeats: int) -> dict | Non
     for i in range(2):  # the first builds (cold), the second finds torch's extension cache (warm)
         started = time.perf_counter()
         out = subprocess.run([sys.executable, str(HERE / "kernelbench_style" / "harness.py"), str(task_file),
-                              str(solution), device], capture_output=True, text=True)
+                              str(solution), device], capture_output=True, text=True, check=False)
         wall = time.perf_counter() - started
-        data = json.loads(out.stdout.strip().splitlines()[-1]) if out.returncode == 0 else {"error": out.stderr[-500:]}
+        if out.returncode == 0:
+            data = json.loads(out.stdout.strip().splitlines()[-1])
+        else:
+            data = {"error": out.stderr[-500:]}
         runs.append({"wall_s": wall, **data})
     return {"cold_s": runs[0]["wall_s"], "warm_s": runs[1]["wall_s"], "speedup": runs[1].get("speedup"),
             "note": runs[0].get("error", "")}
@@ -99,21 +103,24 @@ def main() -> None:
     lines = [
         "# Evaluation wall time: kernelgym vs a KernelBench-style path",
         "",
-        f"- date: {datetime.date.today()}; machine: {device}, {platform.node()}; python {platform.python_version()}, "
-        f"torch {torch.__version__}, kernelgym {kernelgym.__version__}",
-        f"- task {TASK}; kernelgym: one warm pool, median of {args.repeats} new candidates (cold: never built; warm:"
-        " the same source again); KernelBench-style: fresh process, load_inline, 5 correctness + 100 timed trials",
+        (f"- date: {datetime.date.today()}; machine: {device}, {platform.node()}; python "
+         f"{platform.python_version()}, torch {torch.__version__}, kernelgym {kernelgym.__version__}"),
+        (f"- task {TASK}; kernelgym: one warm pool, median of {args.repeats} new candidates (cold: never "
+         "built; warm: the same source again); KernelBench-style: fresh process, load_inline, 5 correctness "
+         "+ 100 timed trials"),
         f"- command: `python benchmarks/eval_speed.py --backends {args.backends} --repeats {args.repeats}`",
         "",
-        "| backend | size | kernelgym cold s | kernelgym warm s | kernelgym warm harness s | KernelBench-style cold s | KernelBench-style warm s | speedup (kernelgym / KB-style) |",
+        ("| backend | size | kernelgym cold s | kernelgym warm s | kernelgym warm harness s | "
+         "KernelBench-style cold s | KernelBench-style warm s | speedup (kernelgym / KB-style) |"),
         "|---|---|---|---|---|---|---|---|",
     ]
     for backend, size, ours, theirs in rows:
         kb_cold = f"{theirs['cold_s']:.2f}" if theirs else "-"
         kb_warm = f"{theirs['warm_s']:.2f}" if theirs else "-"
         kb_speed = f"{theirs['speedup']:.3f}" if theirs and theirs.get("speedup") else "-"
-        lines.append(f"| {backend} | {size} | {ours['cold_s']:.3f} | {ours['warm_s']:.3f} | {ours['warm_harness_s']:.3f} "
-                     f"| {kb_cold} | {kb_warm} | {ours['speedup']:.3f} / {kb_speed} |")
+        lines.append(f"| {backend} | {size} | {ours['cold_s']:.3f} | {ours['warm_s']:.3f} | "
+                     f"{ours['warm_harness_s']:.3f} | {kb_cold} | {kb_warm} | {ours['speedup']:.3f} / "
+                     f"{kb_speed} |")
     lines += ["", "Stage seconds of the last kernelgym evaluation per backend:", ""]
     lines += [f"- {backend}: {json.dumps(ours['stage_s'])}" for backend, _, ours, _ in rows]
     Path(args.out).write_text("\n".join(lines) + "\n")

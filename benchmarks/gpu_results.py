@@ -28,10 +28,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from eval_speed import fresh  # a source no cache has seen (benchmarks/ is on sys.path when run as a script)
 
 import kernelgym
-from eval_speed import fresh  # a source no cache has seen (benchmarks/ is on sys.path when run as a script)
 from kernelgym.solutions import examples
+from kernelgym.stats import median
 from kernelgym.tasks import bundled
 
 HERE = Path(__file__).parent
@@ -86,10 +87,12 @@ def kernelbench_style(solution: Solution, source: str, caches: Path) -> dict:
     """One fresh process: import, 5 correctness trials, 100 timed trials per side (CUDA events, mean)."""
     path = caches / f"solution_{uuid.uuid4().hex[:8]}.py"
     path.write_text(source)
-    env = {**os.environ, "TORCH_EXTENSIONS_DIR": str(caches / "torch_ext"), "KERNELGYM_CACHE": str(caches / "kg")}
+    env = {**os.environ, "TORCH_EXTENSIONS_DIR": str(caches / "torch_ext"),
+           "KERNELGYM_CACHE": str(caches / "kg")}
     started = time.perf_counter()
-    out = subprocess.run([sys.executable, str(HARNESS), str(task_file(solution.task_id)), str(path), MODE.device],
-                         capture_output=True, text=True, env=env, timeout=300)
+    out = subprocess.run([sys.executable, str(HARNESS), str(task_file(solution.task_id)), str(path),
+                          MODE.device],
+                         capture_output=True, text=True, env=env, timeout=300, check=False)
     wall = time.perf_counter() - started
     if out.returncode != 0:
         return {"wall_s": wall, "error": out.stderr[-800:]}
@@ -103,7 +106,8 @@ def kernelgym_eval(pool, solution: Solution, source: str, **options) -> dict:
     wall = time.perf_counter() - started
     timed = result.stage_s.get("timing", 0.0) + result.stage_s.get("profile", 0.0)
     timing = result.timing
-    return {"wall_s": wall, "verdict": result.verdict.value, "speedup": result.speedup, "harness_s": wall - timed,
+    return {"wall_s": wall, "verdict": result.verdict.value, "speedup": result.speedup,
+            "harness_s": wall - timed,
             "stage_s": result.stage_s, "reasons": result.reasons[:1], "ref_ms": result.ref_runtime_ms,
             "cand_ms": result.runtime_ms, "sync_cost_ms": timing and timing.sync_cost_ms,
             "ref_pre_import_ms": timing and timing.reference_pre_import_ms}
@@ -161,8 +165,8 @@ def empty_region() -> dict:
         torch.cuda.synchronize()
         events.append(begin.elapsed_time(end))
     events.sort()
-    return {"kernelgym_ms": ours[len(ours) // 2], "events_only_ms": events[len(events) // 2],
-            "sync_cost_ms": sync_cost, "kernelgym_calibrated_ms": after[len(after) // 2]}
+    return {"kernelgym_ms": median(ours), "events_only_ms": median(events),
+            "sync_cost_ms": sync_cost, "kernelgym_calibrated_ms": median(after)}
 
 
 def ncu_cost(pool) -> list[dict]:
@@ -187,9 +191,10 @@ def _ncu_rows(pool, label: str) -> list[dict]:
         plain = pool.evaluate(task, solution.source, backend=solution.backend, size=MODE.size)
         profiled = pool.evaluate(task, solution.source, backend=solution.backend, size=MODE.size, ncu=True)
         kernels = profiled.profile.kernels if profiled.profile else []
-        rows.append({"solution": f"{solution.label} ({label})", "plain_s": plain.wall_s, "ncu_s": profiled.wall_s,
-                     "ncu_stage_s": profiled.stage_s.get("ncu"), "verdict": profiled.verdict.value,
-                     "note": profiled.profile.ncu_note if profiled.profile else "; ".join(profiled.reasons)[:300],
+        note = profiled.profile.ncu_note if profiled.profile else "; ".join(profiled.reasons)[:300]
+        rows.append({"solution": f"{solution.label} ({label})", "plain_s": plain.wall_s,
+                     "ncu_s": profiled.wall_s, "ncu_stage_s": profiled.stage_s.get("ncu"),
+                     "verdict": profiled.verdict.value, "note": note,
                      "kernels": [k.__dict__ for k in kernels[:3]]})
         print("ncu", json.dumps(rows[-1]), flush=True)
         if "ran past" in rows[-1]["note"]:  # the next one would most likely wait as long
@@ -204,7 +209,8 @@ def throughput(solutions: list[Solution], workers: int, copies: int) -> dict:
         pool.evaluate(bundled().get(solutions[0].task_id), solutions[0].source, backend=solutions[0].backend,
                       size=MODE.size)  # workers up, one-time imports done
         started = time.perf_counter()
-        futures = [pool.submit(bundled().get(s.task_id), src, backend=s.backend, size=MODE.size) for s, src in jobs]
+        futures = [pool.submit(bundled().get(s.task_id), src, backend=s.backend, size=MODE.size)
+                   for s, src in jobs]
         results = [f.result() for f in futures]
         wall = time.perf_counter() - started
     slot_s = sum(r.stage_s.get("timing", 0.0) + r.stage_s.get("profile", 0.0) for r in results)
@@ -212,11 +218,6 @@ def throughput(solutions: list[Solution], workers: int, copies: int) -> dict:
     return {"workers": workers, "evaluations": len(results), "wall_s": wall,
             "per_minute": 60 * len(results) / wall, "timing_slot_busy": slot_s / wall,
             "sum_of_evaluation_walls_s": serial_s, "verdicts": [r.verdict.value for r in results]}
-
-
-def _median(values):
-    values = [v for v in values if v is not None]
-    return statistics.median(values) if values else None
 
 
 def _fmt(value, digits=2):
@@ -228,22 +229,24 @@ def report(args, data: dict) -> str:
     lines = [
         "# kernelgym vs a KernelBench-style evaluation on one GPU",
         "",
-        f"- date: {datetime.date.today()}; machine: {_machine()}, {os.cpu_count()} cores; "
-        f"python {platform.python_version()}, torch {torch.__version__}, triton {_triton_version()}, "
-        f"kernelgym {kernelgym.__version__}",
-        f"- command: `python benchmarks/gpu_results.py --repeats {args.repeats} --workers {args.workers} "
-        f"--phases {args.phases}` "
-        "(through `bash benchmarks/gpu_run.sh results` on the H200 host)",
-        "- KernelBench-style: `benchmarks/kernelbench_style/harness.py`, a fresh process per evaluation that imports "
-        "the solution next to the reference, runs 5 correctness trials, then 100 timed trials per side with CUDA "
-        "events (mean); its caches (torch extensions, kernelgym's native builds) start empty for the cold run.",
-        "- kernelgym: one warm pool of 1 worker; the full judge (static check, reference process, sandboxed "
-        "candidate, 5 correctness trials, interleaved timing with L2 flush and whole-device sync, spot checks, "
-        "profile). Harness = wall time less the timing and profile stages.",
+        (f"- date: {datetime.date.today()}; machine: {_machine()}, {os.cpu_count()} cores; "
+         f"python {platform.python_version()}, torch {torch.__version__}, triton {_triton_version()}, "
+         f"kernelgym {kernelgym.__version__}"),
+        (f"- command: `python benchmarks/gpu_results.py --repeats {args.repeats} --workers {args.workers} "
+         f"--phases {args.phases}` "
+         "(through `bash benchmarks/gpu_run.sh results` on the H200 host)"),
+        ("- KernelBench-style: `benchmarks/kernelbench_style/harness.py`, a fresh process per evaluation "
+         "that imports the solution next to the reference, runs 5 correctness trials, then 100 timed trials "
+         "per side with CUDA events (mean); its caches (torch extensions, kernelgym's native builds) start "
+         "empty for the cold run."),
+        ("- kernelgym: one warm pool of 1 worker; the full judge (static check, reference process, sandboxed "
+         "candidate, 5 correctness trials, interleaved timing with L2 flush and whole-device sync, spot "
+         "checks, profile). Harness = wall time less the timing and profile stages."),
         "",
         "## Wall time per evaluation (seconds)",
         "",
-        "| solution | kernelgym cold | kernelgym warm | kernelgym warm harness | KB-style cold | KB-style warm | kernelgym verdict |",
+        ("| solution | kernelgym cold | kernelgym warm | kernelgym warm harness | KB-style cold | "
+         "KB-style warm | kernelgym verdict |"),
         "|---|---|---|---|---|---|---|",
     ]
     for row in walls:
@@ -256,16 +259,17 @@ def report(args, data: dict) -> str:
     lines += [
         "## Speedup agreement and repeatability",
         "",
-        f"kernelgym: median over {args.repeats} evaluations of the same file (each with fresh hidden inputs); "
-        "CV = standard deviation / mean of those speedups. KB-style: one run, mean times.",
+        (f"kernelgym: median over {args.repeats} evaluations of the same file (each with fresh hidden "
+         "inputs); CV = standard deviation / mean of those speedups. KB-style: one run, mean times."),
         "",
-        "| solution | kernelgym speedup | CV | KB-style speedup | difference | without sync-cost subtraction (CV) | KB-style correct |",
+        ("| solution | kernelgym speedup | CV | KB-style speedup | difference | "
+         "without sync-cost subtraction (CV) | KB-style correct |"),
         "|---|---|---|---|---|---|---|",
     ]
     diffs, cvs = [], []
     for row in agree:
         sp = row["kernelgym_speedups"]
-        ours = _median(sp)
+        ours = median(sp, default=None)
         cv = statistics.pstdev(sp) / statistics.mean(sp) if len(sp) > 1 else None
         theirs = row["kernelbench_style"].get("speedup")
         diff = (ours / theirs - 1) if ours and theirs else None
@@ -275,52 +279,58 @@ def report(args, data: dict) -> str:
             cvs.append(cv)
         raw = row.get("raw_speedups") or []
         raw_cv = statistics.pstdev(raw) / statistics.mean(raw) if len(raw) > 1 else None
-        lines.append(f"| {row['solution']} | {_fmt(ours, 3)} | {_fmt(cv and 100 * cv, 2)}% | {_fmt(theirs, 3)} | "
-                     f"{_fmt(diff and 100 * diff, 1)}% | {_fmt(_median(raw), 3)} ({_fmt(raw_cv and 100 * raw_cv, 2)}%) | "
+        lines.append(f"| {row['solution']} | {_fmt(ours, 3)} | {_fmt(cv and 100 * cv, 2)}% | "
+                     f"{_fmt(theirs, 3)} | {_fmt(diff and 100 * diff, 1)}% | "
+                     f"{_fmt(median(raw, default=None), 3)} ({_fmt(raw_cv and 100 * raw_cv, 2)}%) | "
                      f"{row['kernelbench_style'].get('correct', 'error')} |")
-    lines += ["", "Times per side (ms; kernelgym: medians over the repeats of each evaluation's median, with the "
-                  "reference alone before the candidate's import and the calibrated sync cost; KB-style: means):", "",
-              "| solution | kernelgym reference | kernelgym candidate | reference before import | sync cost | "
-              "KB-style reference | KB-style candidate |", "|---|---|---|---|---|---|---|"]
+    lines += ["", ("Times per side (ms; kernelgym: medians over the repeats of each evaluation's median, "
+                   "with the reference alone before the candidate's import and the calibrated sync cost; "
+                   "KB-style: means):"), "",
+              ("| solution | kernelgym reference | kernelgym candidate | reference before import | sync cost "
+               "| KB-style reference | KB-style candidate |"), "|---|---|---|---|---|---|---|"]
     for row in agree:
         runs, theirs = row.get("runs", []), row["kernelbench_style"]
-        lines.append(f"| {row['solution']} | {_fmt(_median([r['ref_ms'] for r in runs]), 4)} | "
-                     f"{_fmt(_median([r['cand_ms'] for r in runs]), 4)} | "
-                     f"{_fmt(_median([r['ref_pre_import_ms'] for r in runs]), 4)} | "
-                     f"{_fmt(_median([r['sync_cost_ms'] for r in runs]), 4)} | {_fmt(theirs.get('ref_ms'), 4)} | "
-                     f"{_fmt(theirs.get('new_ms'), 4)} |")
+        lines.append(f"| {row['solution']} | {_fmt(median([r['ref_ms'] for r in runs], default=None), 4)} | "
+                     f"{_fmt(median([r['cand_ms'] for r in runs], default=None), 4)} | "
+                     f"{_fmt(median([r['ref_pre_import_ms'] for r in runs], default=None), 4)} | "
+                     f"{_fmt(median([r['sync_cost_ms'] for r in runs], default=None), 4)} | "
+                     f"{_fmt(theirs.get('ref_ms'), 4)} | {_fmt(theirs.get('new_ms'), 4)} |")
     empty = data.get("empty_region")
     if empty:
-        lines += ["", f"Fixed cost of an empty timed region (median of 200): kernelgym {1e3 * empty['kernelgym_ms']:.1f} us "
-                      f"(whole-device sync inside), events alone {1e3 * empty['events_only_ms']:.1f} us; calibrated "
-                      f"sync cost {1e3 * empty['sync_cost_ms']:.1f} us, after which an empty region measures "
-                      f"{1e3 * empty['kernelgym_calibrated_ms']:.1f} us."]
+        lines += ["", ("Fixed cost of an empty timed region (median of 200): kernelgym "
+                       f"{1e3 * empty['kernelgym_ms']:.1f} us (whole-device sync inside), events alone "
+                       f"{1e3 * empty['events_only_ms']:.1f} us; calibrated sync cost "
+                       f"{1e3 * empty['sync_cost_ms']:.1f} us, after which an empty region measures "
+                       f"{1e3 * empty['kernelgym_calibrated_ms']:.1f} us.")]
     if diffs:
-        lines += ["", f"Median |difference| {100 * statistics.median(diffs):.1f}%, largest {100 * max(diffs):.1f}%; "
-                      f"within 5% for {sum(d <= 0.05 for d in diffs)}/{len(diffs)}. "
-                      f"Median CV {100 * statistics.median(cvs):.2f}%, largest {100 * max(cvs):.2f}%; "
-                      f"at most 2% for {sum(c <= 0.02 for c in cvs)}/{len(cvs)}."]
+        lines += ["", (f"Median |difference| {100 * median(diffs):.1f}%, largest {100 * max(diffs):.1f}%; "
+                       f"within 5% for {sum(d <= 0.05 for d in diffs)}/{len(diffs)}. "
+                       f"Median CV {100 * median(cvs):.2f}%, largest {100 * max(cvs):.2f}%; "
+                       f"at most 2% for {sum(c <= 0.02 for c in cvs)}/{len(cvs)}.")]
     if through:
         lines += [
             "",
             "## Throughput on one GPU",
             "",
-            f"{through['evaluations']} new candidates (each its own build) through a pool of {through['workers']} "
-            f"workers: {through['wall_s']:.1f} s wall, **{through['per_minute']:.1f} evaluations per minute**; the "
-            f"timing slot (device lock, held for timing and profiling) was busy {100 * through['timing_slot_busy']:.0f}% "
-            f"of the wall time. The same evaluations one at a time would take about "
-            f"{through['sum_of_evaluation_walls_s']:.1f} s (sum of their walls). Verdicts: {_counts(through['verdicts'])}.",
+            (f"{through['evaluations']} new candidates (each its own build) through a pool of "
+             f"{through['workers']} workers: {through['wall_s']:.1f} s wall, **{through['per_minute']:.1f} "
+             "evaluations per minute**; the timing slot (device lock, held for timing and profiling) was "
+             f"busy {100 * through['timing_slot_busy']:.0f}% of the wall time. The same evaluations one at a "
+             f"time would take about {through['sum_of_evaluation_walls_s']:.1f} s (sum of their walls). "
+             f"Verdicts: {_counts(through['verdicts'])}."),
             "",
         ]
     lines += ["", "## Nsight Compute pass (opt-in: `ncu=True`)", "",
-              "| solution | evaluation s | with ncu s | ncu stage s | note | first kernel |", "|---|---|---|---|---|---|"]
+              "| solution | evaluation s | with ncu s | ncu stage s | note | first kernel |",
+              "|---|---|---|---|---|---|"]
     for row in ncu_rows:
         first = row["kernels"][0] if row["kernels"] else {}
-        summary = (f"{first.get('kernel', '')[:40]}: mem {_fmt(first.get('memory_throughput_pct'), 0)}%, "
-                   f"sm {_fmt(first.get('compute_throughput_pct'), 0)}%, occ {_fmt(first.get('achieved_occupancy_pct'), 0)}%, "
+        summary = (f"{first.get('kernel', '')[:40]}: mem {_fmt(first.get('memory_throughput_pct'), 0)}%, sm "
+                   f"{_fmt(first.get('compute_throughput_pct'), 0)}%, occ "
+                   f"{_fmt(first.get('achieved_occupancy_pct'), 0)}%, "
                    f"{_fmt(first.get('registers_per_thread'), 0)} regs") if first else "-"
-        lines.append(f"| {row['solution']} | {_fmt(row['plain_s'])} | {_fmt(row['ncu_s'])} | {_fmt(row['ncu_stage_s'])} "
-                     f"| {row['note'].replace('|', '/')} | {summary} |")
+        lines.append(f"| {row['solution']} | {_fmt(row['plain_s'])} | {_fmt(row['ncu_s'])} | "
+                     f"{_fmt(row['ncu_stage_s'])} | {row['note'].replace('|', '/')} | {summary} |")
     return "\n".join(lines) + "\n"
 
 
@@ -351,10 +361,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--workers", type=int, default=4)
-    parser.add_argument("--copies", type=int, default=2, help="new sources per solution in the throughput batch")
+    parser.add_argument("--copies", type=int, default=2,
+                        help="new sources per solution in the throughput batch")
     parser.add_argument("--out", default=str(HERE / "RESULTS.md"))
-    parser.add_argument("--smoke", action="store_true", help="no GPU: every phase with cpp solutions at the cpu size")
-    parser.add_argument("--phases", default=",".join(PHASES), help=f"comma-separated subset of {','.join(PHASES)}")
+    parser.add_argument("--smoke", action="store_true",
+                        help="no GPU: every phase with cpp solutions at the cpu size")
+    parser.add_argument("--phases", default=",".join(PHASES),
+                        help=f"comma-separated subset of {','.join(PHASES)}")
     args = parser.parse_args()
     global MODE
     MODE = Mode("cpu", "cpu", smoke=True) if args.smoke else Mode()
@@ -362,8 +375,8 @@ def main() -> None:
         sys.exit("gpu_results.py needs a CUDA GPU (or --smoke)")
     caches = Path(tempfile.mkdtemp(prefix="kg-results-"))
     kb_file = "relu_cpp_load_inline.py" if args.smoke else "relu_cuda_load_inline.py"
-    load_inline = Solution(f"{MODE.backend('cuda')} L1/1_ReLU (KernelBench format, load_inline)", MODE.backend("cuda"),
-                           "L1/1_ReLU", HERE / "kernelbench_style" / kb_file)
+    load_inline = Solution(f"{MODE.backend('cuda')} L1/1_ReLU (KernelBench format, load_inline)",
+                           MODE.backend("cuda"), "L1/1_ReLU", HERE / "kernelbench_style" / kb_file)
     agree_set = [s for s in (example_solution(b, t) for b, t in AGREEMENT) if s is not None]
     relu = [example_solution(b, "L1/1_ReLU") for b in ("cuda", "triton")]
     data = {"wall": [], "agreement": [], "throughput": None, "ncu": [], "empty_region": None}
@@ -381,7 +394,8 @@ def main() -> None:
     data["empty_region"] = empty_region()
     print("empty_region", json.dumps(data["empty_region"]), flush=True)
     with kernelgym.EvalPool(workers=1) as pool:
-        pool.evaluate(bundled().get("L1/1_ReLU"), relu[0].source, backend=relu[0].backend, size=MODE.size)  # warm up
+        # warm up
+        pool.evaluate(bundled().get("L1/1_ReLU"), relu[0].source, backend=relu[0].backend, size=MODE.size)
         if "wall" in phases:
             data["wall"] += wall_times(pool, relu[:1] if args.smoke else relu, caches)
             save()

@@ -1,4 +1,5 @@
-"""The judge on a GPU, in one run: KernelBench's few-shot solutions, L1 19_ReLU at its shipped size, the bundled
+"""The judge on a GPU, in one run: KernelBench's few-shot solutions, L1 19_ReLU at its shipped size, the
+bundled
 Triton and CUDA examples (honest: all must be ok) and the GPU cheats of tests/adversarial (none may earn).
 
     python benchmarks/judge_gpu.py --kernelbench DIR --out judge_gpu.md [--budget-s 1.0]
@@ -33,7 +34,8 @@ from torch.utils.cpp_extension import load_inline
 cuda_source = """
 #include <torch/extension.h>
 __global__ void relu_vec4(const float4* __restrict__ x, float4* __restrict__ y, long long n4) {
-    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n4; i += (long long)gridDim.x * blockDim.x) {
+    long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n4; i += stride) {
         float4 v = x[i];
         v.x = fmaxf(v.x, 0.f); v.y = fmaxf(v.y, 0.f); v.z = fmaxf(v.z, 0.f); v.w = fmaxf(v.w, 0.f);
         y[i] = v;
@@ -77,9 +79,12 @@ def main() -> int:
     parser.add_argument("--kernelbench", type=Path, required=True)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--budget-s", type=float, default=1.0)
-    parser.add_argument("--parts", default="probe,fewshot,relu,examples,cheats")
+    parser.add_argument("--parts", default="probe,fewshot,relu,examples,cheats", help="run in this order")
+    parser.add_argument("--filter", default="",
+                        help="a regex: only the examples and few-shot files it matches")
     args = parser.parse_args()
-    parts = set(args.parts.split(","))
+    parts = args.parts.split(",")
+    wanted = re.compile(args.filter)
     rows: list[dict] = []
     tasks = {t.id: t for t in bundled()}
     options = {"timing_budget_s": args.budget_s}
@@ -103,39 +108,52 @@ def main() -> int:
             pool = kernelgym.EvalPool(PoolConfig(workers=1, sandbox=sandbox))
             started = time.monotonic()
             record("probe-relaxed-sandbox", ex.task_id,
-                   pool.evaluate(tasks[ex.task_id], ex.source, backend="triton", size="gpu", **options), started)
-    if "fewshot" in parts:
+                   pool.evaluate(tasks[ex.task_id], ex.source, backend="triton", size="gpu", **options),
+                   started)
+    def fewshot():
         for task_file in sorted((args.kernelbench / "fewshot").glob("task_*.py")):
             name = task_file.stem.removeprefix("task_")
-            task = task_from_source(task_file.read_text(), suite="kernelbench-fewshot", level=1, file_name=f"1_{name}.py")
+            if not wanted.search(name):
+                continue
+            task = task_from_source(task_file.read_text(), suite="kernelbench-fewshot", level=1,
+                                    file_name=f"1_{name}.py")
             started = time.monotonic()
-            result = pool.evaluate(task, (task_file.parent / f"sol_{name}.py").read_text(), backend="cuda", size="gpu",
-                                   **options)
+            result = pool.evaluate(task, (task_file.parent / f"sol_{name}.py").read_text(), backend="cuda",
+                                   size="gpu", **options)
             record("fewshot", name, result, started)
-    if "relu" in parts:
+    def relu():
         relu = args.kernelbench / "level1" / "19_ReLU.py"
         task = task_from_source(relu.read_text(), suite="kernelbench", level=1, file_name="19_ReLU.py")
         started = time.monotonic()
         record("shipped-size", "L1/19_ReLU", pool.evaluate(task, RELU_SOLUTION, backend="cuda", size="gpu",
                                                           timeout_s=300, **options), started)
-    if "examples" in parts:
+    def examples_part():
         for backend in ("triton", "cuda"):
             for ex in examples(backend):
+                if not wanted.search(ex.task_id):
+                    continue
                 started = time.monotonic()
                 record(f"example-{backend}", ex.task_id,
-                       pool.evaluate(tasks[ex.task_id], ex.source, backend=backend, size="gpu", **options), started)
-    if "cheats" in parts:
+                       pool.evaluate(tasks[ex.task_id], ex.source, backend=backend, size="gpu", **options),
+                       started)
+    def cheats():
         for path in sorted(Path("tests/adversarial").glob("*.py")):
             fields = dict(FIELD.findall(path.read_text()))
-            if fields.get("Backend", "").strip() not in ("triton", "cuda") or fields.get("Task", "").strip() == "":
+            if fields.get("Backend", "").strip() not in ("triton", "cuda") or fields.get("Task",
+                                                                                         "").strip() == "":
                 continue
             task_id = fields["Task"].strip()
             task = tasks.get(task_id) or tasks.get(f"bundled/{task_id}")
             if task is None:
                 continue
             started = time.monotonic()
-            record("cheat", path.stem, pool.evaluate(task, path.read_text(), backend=fields["Backend"].strip(),
+            record("cheat", path.stem,
+                   pool.evaluate(task, path.read_text(), backend=fields["Backend"].strip(),
                                                       size="gpu", **options), started)
+    steps = {"fewshot": fewshot, "relu": relu, "examples": examples_part, "cheats": cheats}
+    for part in parts:
+        if part in steps:
+            steps[part]()
     pool.close()
     _write(args.out, rows, sandbox)
     return 0
@@ -145,9 +163,9 @@ def _write(out: Path, rows: list[dict], sandbox: SandboxConfig) -> None:
     import torch
 
     lines = [f"# The judge on {torch.cuda.get_device_name()} ({time.strftime('%Y-%m-%d')})", "",
-             f"torch {torch.__version__}; sandbox: {'full' if sandbox.drop_privileges else 'relaxed'}; "
-             "command: `python benchmarks/judge_gpu.py --kernelbench kb --out judge_gpu.md`", "",
-             "| kind | name | verdict | speedup | verified | calls/batch | readback lag ms | wall s | reason |",
+             (f"torch {torch.__version__}; sandbox: {'full' if sandbox.drop_privileges else 'relaxed'}; "
+              "command: `python benchmarks/judge_gpu.py --kernelbench kb --out judge_gpu.md`"), "",
+             "| kind | name | verdict | speedup | verified | calls/batch | readback ms | wall s | reason |",
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in rows:
         lines.append(f"| {r['kind']} | {r['name']} | {r['verdict']} | {r['speedup']} | {r['verified']} | "

@@ -41,7 +41,6 @@ def main() -> int:
     from kernelgym.skill_store import SkillStore
     from kernelgym.skill_store.labels import default_labels_path, evaluate_retrieval, load_labels
     from kernelgym.skill_store.retrieval import RetrievalConfig, Retriever
-
     from kernelgym.tasks import bundled
 
     labels = load_labels(args.labels)
@@ -98,15 +97,15 @@ def main() -> int:
         + (f" --bound-mismatch {args.bound_mismatch:g}" if args.bound_mismatch is not None else "")
         + "`",
         "",
-        f"BM25 alone (no LLM rerank) over the {n_skills} seed skills, filtered by each row's backend; "
-        f"{metrics.n} labelled (task, backend) rows over {len({q.task_id for q in metrics.queries})} "
-        f"bundled tasks (`{_relative(args.labels or default_labels_path())}`). "
-        f"recall@{args.k} is the mean share of a row's relevant skills found in its top {args.k}; "
-        "MRR uses the rank of the first relevant skill in the full ranking.",
+        (f"BM25 alone (no LLM rerank) over the {n_skills} seed skills, filtered by each row's backend; "
+         f"{metrics.n} labelled (task, backend) rows over {len({q.task_id for q in metrics.queries})} "
+         f"bundled tasks (`{_relative(args.labels or default_labels_path())}`). "
+         f"recall@{args.k} is the mean share of a row's relevant skills found in its top {args.k}; "
+         "MRR uses the rank of the first relevant skill in the full ranking."),
         "",
-        f"Retrieval settings: field weights {config.field_weights}, BM25 k1={config.k1}, b={config.b}, "
-        f"bound prior {config.bound_mismatch:g} (the score share kept by a skill whose bound type is the "
-        "opposite of the task's guessed one; 1 turns it off).",
+        (f"Retrieval settings: field weights {config.field_weights}, BM25 k1={config.k1}, b={config.b}, "
+         f"bound prior {config.bound_mismatch:g} (the score share kept by a skill whose bound type is the "
+         "opposite of the task's guessed one; 1 turns it off)."),
         "",
         f"| rows | n | recall@{args.k} | MRR |",
         "|---|---|---|---|",
@@ -124,7 +123,7 @@ def main() -> int:
 def _version(version, name: str) -> str:
     try:
         return version(name)
-    except Exception:
+    except Exception:  # noqa: BLE001 - a package that fails to report its version is just '?'
         return "?"
 
 

@@ -32,7 +32,8 @@ class EnvConfig:
     device: str = "auto"  # "cpu", "cuda" or "auto": where candidates run (decides the defaults above)
     pool: Any = None  # a shared EvalPool; None: the process's default pool, created on first evaluation
     profile: bool = True
-    eval_options: dict[str, Any] = field(default_factory=dict)  # more EvalOptions (timing_trials, timeout_s, ...)
+    # more EvalOptions (timing_trials, timeout_s, ...)
+    eval_options: dict[str, Any] = field(default_factory=dict)
     # The episode.
     max_turns: int = 4
     reward: str | Callable[..., float] = "speedup"
@@ -66,7 +67,8 @@ class EnvConfig:
         if self.size not in ("auto", "cpu", "gpu"):
             raise ConfigError(f"size must be 'auto', 'cpu' or 'gpu', not {self.size!r}")
         if self.device not in ("auto", "cpu", "cuda"):
-            raise ConfigError(f"device must be 'auto', 'cpu' or 'cuda', not {self.device!r} (the pool picks the GPU)")
+            raise ConfigError(f"device must be 'auto', 'cpu' or 'cuda', not {self.device!r} (the pool picks "
+                              "the GPU)")
         if self.sampling not in SAMPLING:
             raise ConfigError(f"sampling must be one of {SAMPLING}, not {self.sampling!r}")
         if self.answer_format not in ANSWER_FORMATS:

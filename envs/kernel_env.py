@@ -10,6 +10,7 @@ A turn the judge itself failed (verdict `infrastructure_error`, once the pool's 
 charged to the agent: it earns 0.0 whatever the reward, `info["judged"]` is False, and the turn is given back
 (it does not count toward max_turns; the feedback asks for the solution again). After
 `max_unjudged_turns` such turns in one episode the next one ends it, truncated.
+The observation and info keys are typed in `kernelgym.envs.types`.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import time
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 from gymnasium import logger
@@ -31,12 +32,15 @@ from kernelgym.envs.parsing import parse_reply
 from kernelgym.envs.prompt import build_prompt, hardware_summary
 from kernelgym.envs.spaces import action_space, fit_text, observation_space, speedup_array
 from kernelgym.envs.trajectory import TrajectoryWriter
-from kernelgym.errors import ConfigError, KernelGymError, SuiteUnavailableError
+from kernelgym.envs.types import Action, BestSolution, Observation, ResetInfo, StepInfo
+from kernelgym.errors import ActionError, ConfigError, KernelGymError, SuiteUnavailableError
+from kernelgym.evaluation import rules
 from kernelgym.evaluation.options import EvalOptions
 from kernelgym.evaluation.result import EvalResult, Verdict
+from kernelgym.evaluation.rules import reason
 from kernelgym.rewards import EpisodeState, get_reward, judged
 from kernelgym.tasks import Task, TaskSet, from_hf_dataset, kernelbench, load_suite
-
+from kernelgym.tasks.cpu_size import with_cpu_size
 
 # The process-wide pool ------------------------------------------------------------------------------------
 
@@ -56,7 +60,7 @@ def cuda_available() -> bool:
         return False
 
 
-# Tasks -------------------------------------------------------------------------------------------------------
+# Tasks ------------------------------------------------------------------------------------------------------
 
 def _hf_dataset_cached() -> bool:
     home = os.environ.get("HF_HOME", os.path.join(os.path.expanduser("~"), ".cache", "huggingface"))
@@ -92,7 +96,8 @@ def select_tasks(config: EnvConfig, tasks: TaskSet | Iterable[Task] | None = Non
         found = [t for t in found if t.level == config.level]
     if not found:
         where = config.suite if tasks is None else "the given tasks"
-        raise SuiteUnavailableError(f"no tasks in {where}" + (f" at level {config.level}" if config.level else ""))
+        raise SuiteUnavailableError(f"no tasks in {where}"
+                                    + (f" at level {config.level}" if config.level else ""))
     chosen = TaskSet.of(found, config.suite)
     if config.task_ids:
         chosen = chosen.filter(ids=config.task_ids)
@@ -121,7 +126,7 @@ class _Episode:
     feedback: str = ""
     last_speedup: float = 0.0  # measured speedup of the last turn (correct solutions only)
     last_verified: float = 0.0
-    best: dict[str, Any] | None = None
+    best: BestSolution | None = None
     rewards: list[float] = field(default_factory=list)
     verdicts: list[str] = field(default_factory=list)
     evaluations: int = 0
@@ -130,15 +135,19 @@ class _Episode:
 
     @property
     def best_speedup(self) -> float:
-        return float(self.best["speedup"]) if self.best else 0.0
+        return self.best.speedup if self.best else 0.0
 
     @property
     def best_verified(self) -> float:
-        return float(self.best["verified_speedup"] or 0.0) if self.best else 0.0
+        return (self.best.verified_speedup or 0.0) if self.best else 0.0
 
 
-class KernelEnv(gym.Env):
-    """Multi-turn kernel optimization. Build through `gym.make("KernelGym-L1-v0", ...)`; see EnvConfig."""
+class KernelEnv(gym.Env[Observation, Action]):
+    """Multi-turn kernel optimization. Build through `gym.make("KernelGym-L1-v0", ...)`; see EnvConfig.
+
+    The observation is an `Observation`, the action the model's whole reply (a str); `reset` returns a
+    `ResetInfo` and `step` a `StepInfo` (all in `kernelgym.envs.types`).
+    """
 
     metadata: dict[str, Any] = {"render_modes": ["ansi"], "render_fps": 1}  # noqa: RUF012 (gymnasium's API)
 
@@ -155,13 +164,14 @@ class KernelEnv(gym.Env):
         self._contract = backends.solution_contract(self.backend)  # raises BackendNotFoundError
         if backends.get(self.backend).device == "cpu":
             self.device = "cpu"  # cpp runs on the CPU whatever the machine has
-        # "auto": the gpu size only where candidates really run on a GPU (the cpu size keeps CPU timing short).
+        # "auto": the gpu size only where candidates really run on a GPU (the cpu size keeps CPU timing short)
         self.size = cfg.size if cfg.size != "auto" else ("gpu" if self.device == "cuda" else "cpu")
         self._eval_options = {"profile": cfg.profile, **cfg.eval_options}
         options = EvalOptions.from_kwargs(**self._eval_options)  # a typo fails here, not mid-episode
         self._hardware = hardware_summary(self.device, options.threads)
         self._reward_fn = get_reward(cfg.reward, **cfg.reward_kwargs)
-        self.reward_name = cfg.reward if isinstance(cfg.reward, str) else getattr(cfg.reward, "__name__", "custom")
+        named = isinstance(cfg.reward, str)
+        self.reward_name = cfg.reward if named else getattr(cfg.reward, "__name__", "custom")
         self.observation_space = observation_space(cfg.max_turns, cfg.max_text_chars)
         self.action_space = action_space(cfg.max_text_chars)
         self._writer = TrajectoryWriter(cfg.trajectory_path) if cfg.trajectory_path else None
@@ -171,22 +181,58 @@ class KernelEnv(gym.Env):
         self._episode: _Episode | None = None
         self._closed = False
 
-    # gymnasium API -------------------------------------------------------------------------------------------
+    # gymnasium API ------------------------------------------------------------------------------------------
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+    @property
+    def episode_id(self) -> str | None:
+        """The current episode's id (as `info["episode_id"]` and in trajectory lines); None before reset."""
+        return self._episode.id if self._episode is not None else None
+
+    def reset(self, *, seed: int | None = None,
+              options: dict[str, Any] | None = None) -> tuple[Observation, ResetInfo]:
+        """Start an episode on a new task and return its first observation (the statement, no feedback).
+
+        Args:
+            seed: seeds the env's RNG, which picks the task (the same seeds pick the same tasks); None
+                uses `EnvConfig.seed` on the first reset, then continues the RNG.
+            options: `{"task_id": id}` (a full id or an unambiguous suffix such as "L1/1_ReLU") or
+                `{"task": Task}` to choose the task instead of sampling it.
+
+        Returns:
+            The observation and a `ResetInfo` (episode id, task id and summary, backend, size, seed, ...).
+
+        Raises:
+            TaskNotFoundError: no selected task has that id (the message suggests close ones).
+            ConfigError: an unknown option.
+        """
         if seed is None and self._pending_seed is not None:
             seed, self._pending_seed = self._pending_seed, None
         super().reset(seed=seed)
         task = self._choose_task(seed, dict(options or {}))
+        if self.size == "cpu":
+            task = with_cpu_size(task)  # KernelBench ships only its GPU size; raises if it cannot be scaled
         size = self.size if task.has_size(self.size) else "gpu"
         self._episode = _Episode(id=uuid.uuid4().hex, task=task, size=size, seed=seed)
         info = {
-            "task_id": task.id, "task": task.summary(), "backend": self.backend, "size": size, "seed": seed,
+            "episode_id": self._episode.id, "task_id": task.id, "task": task.summary(),
+            "backend": self.backend, "size": size, "seed": seed,
             "max_turns": self.config.max_turns, "reward_name": self.reward_name,
         }
-        return self._observation(), without_none(info)
+        return self._observation(), cast(ResetInfo, without_none(info))
 
-    def step(self, action: Any):
+    def step(self, action: Action) -> tuple[Observation, float, bool, bool, StepInfo]:
+        """Judge one reply: its last Python code block is the solution.
+
+        Nothing in the reply can raise: a reply without code, a build failure, a wrong answer or a cheat is
+        a failed turn, reported in the feedback and `info["verdict"]`. A reply that is just the done marker
+        ends the episode; so does reaching `target_speedup`.
+
+        `action` is the model's whole reply (bytes and numpy string scalars are accepted too). Returns the
+        observation, the reward, terminated (done marker or target reached), truncated (always False here:
+        `max_turns` is the TimeLimit wrapper's) and a `StepInfo` (verdict, the whole result as a dict, the
+        best solution so far, episode statistics). Raises gymnasium's ResetNeeded before reset() or after
+        the episode ended, and KernelGymError for the caller's mistakes (e.g. a closed pool).
+        """
         ep = self._episode
         if ep is None:
             raise gym.error.ResetNeeded("call reset() before step()")
@@ -194,11 +240,12 @@ class KernelEnv(gym.Env):
             raise gym.error.ResetNeeded("the episode is over (done, target reached, max_turns or the judge kept "
                                         "failing); call reset()")
         prompt_seen, feedback_seen = self._prompt(), ep.feedback
-        reply = action if isinstance(action, str) else _as_text(action)
+        reply = _as_text(action)  # raises ActionError for anything but text
         parsed = parse_reply(reply, self.config.done_marker)
         state = EpisodeState(
-            task_id=ep.task.id, turn=ep.turn + 1, max_turns=self.config.max_turns, best_speedup=ep.best_verified,
-            last_speedup=ep.last_verified, previous_verdicts=tuple(ep.verdicts),
+            task_id=ep.task.id, turn=ep.turn + 1, max_turns=self.config.max_turns,
+            best_speedup=ep.best_verified, last_speedup=ep.last_verified,
+            previous_verdicts=tuple(ep.verdicts),
         )
         ep.turn += 1
         result: EvalResult | None
@@ -206,8 +253,9 @@ class KernelEnv(gym.Env):
             result, reward, verdict = None, 0.0, "done"
             ep.feedback = "Episode finished at your request."
         elif parsed.code is None:
-            result = EvalResult(ep.task.id, self.backend, ep.size, Verdict.COMPILE_ERROR, [f"no_code: {parsed.problem}"])
-            reward, verdict = float(self._reward_fn(result, state)), "no_code"
+            result = EvalResult(ep.task.id, self.backend, ep.size, Verdict.NO_CODE,
+                                [reason(rules.NO_CODE, parsed.problem)])
+            reward, verdict = float(self._reward_fn(result, state)), result.verdict.value
             ep.feedback = f"No solution found: {parsed.problem}."
         else:
             result = self._evaluate(ep, parsed.code)
@@ -233,7 +281,7 @@ class KernelEnv(gym.Env):
         info["judged"] = not not_judged
         if self._writer is not None:
             self._write(ep, prompt_seen, feedback_seen, reply, parsed, result, reward, info)
-        return self._observation(), reward, ep.terminated, cut_short, without_none(info)
+        return self._observation(), reward, ep.terminated, cut_short, cast(StepInfo, without_none(info))
 
     def render(self) -> str | None:
         if self.render_mode != "ansi":
@@ -255,7 +303,7 @@ class KernelEnv(gym.Env):
         self._closed = True
         super().close()
 
-    # internals --------------------------------------------------------------------------------------------------
+    # internals ----------------------------------------------------------------------------------------------
 
     def _choose_task(self, seed: int | None, options: dict[str, Any]) -> Task:
         task_id = options.pop("task_id", None)
@@ -284,16 +332,16 @@ class KernelEnv(gym.Env):
             answer_format=cfg.answer_format, done_marker=cfg.done_marker, target_speedup=cfg.target_speedup,
         )
 
-    def _observation(self) -> dict[str, Any]:
+    def _observation(self) -> Observation:
         ep = self._episode
         limit = self.config.max_text_chars
-        return {
-            "prompt": fit_text(self._prompt(), limit),
-            "feedback": fit_text(ep.feedback, limit),
-            "turn": int(ep.turn),
-            "last_speedup": speedup_array(ep.last_speedup),
-            "best_speedup": speedup_array(ep.best_speedup),
-        }
+        return Observation(
+            prompt=fit_text(self._prompt(), limit),
+            feedback=fit_text(ep.feedback, limit),
+            turn=int(ep.turn),
+            last_speedup=speedup_array(ep.last_speedup),
+            best_speedup=speedup_array(ep.best_speedup),
+        )
 
     def _evaluate(self, ep: _Episode, code: str) -> EvalResult:
         pool = self._pool if self._pool is not None else shared_pool()
@@ -323,12 +371,15 @@ class KernelEnv(gym.Env):
         measured = result.speedup if correct and result.speedup is not None else 0.0
         verified = result.verified_speedup if correct and result.verified_speedup is not None else 0.0
         ep.last_speedup, ep.last_verified = float(measured), float(verified)
-        if correct and (ep.best is None or (verified, measured) > (ep.best_verified, ep.best_speedup)):
-            ep.best = {"source": code, "speedup": float(measured), "verified_speedup": float(verified) or None,
-                       "verified": bool(verified), "turn": ep.turn}
+        candidate = BestSolution(source=code or "", speedup=float(measured),
+                                 verified_speedup=float(verified) or None, turn=ep.turn)
+        if correct and (ep.best is None or candidate.rank > ep.best.rank):
+            ep.best = candidate
 
     def _step_info(self, ep: _Episode, result: EvalResult | None, parsed, verdict: str) -> dict[str, Any]:
+        # Plain dict with None values; step() drops those (without_none) and hands it out as a StepInfo.
         return {
+            "episode_id": ep.id,
             "task_id": ep.task.id,
             "turn": ep.turn,
             "turns_left": self.config.max_turns - ep.turn,
@@ -336,7 +387,7 @@ class KernelEnv(gym.Env):
             "result": result.to_dict() if result is not None else None,
             "solution": parsed.code,
             "reply_parse": parsed.origin,
-            "best": dict(ep.best) if ep.best else None,
+            "best": ep.best.to_info() if ep.best else None,
             "episode": {
                 "turns": ep.turn, "rewards": list(ep.rewards), "return": float(sum(ep.rewards)),
                 "verdicts": list(ep.verdicts), "evaluations": ep.evaluations, "best_speedup": ep.best_speedup,
@@ -350,8 +401,9 @@ class KernelEnv(gym.Env):
             "episode_id": ep.id, "env_id": spec_id, "task_id": ep.task.id, "seed": ep.seed, "turn": ep.turn,
             "max_turns": self.config.max_turns, "backend": self.backend, "size": ep.size,
             "reward_name": self.reward_name, "prompt": prompt, "feedback_before": feedback_before,
-            "action": reply, "solution": parsed.code, "reply_parse": parsed.origin, "verdict": info["verdict"],
-            "result": info["result"], "feedback": ep.feedback, "reward": reward, "terminated": ep.terminated,
+            "action": reply, "solution": parsed.code, "reply_parse": parsed.origin,
+            "verdict": info["verdict"], "result": info["result"], "feedback": ep.feedback, "reward": reward,
+            "terminated": ep.terminated,
             "truncated": not ep.terminated and ep.turn >= self.config.max_turns,
             "best_speedup": ep.best_speedup, "time": time.time(),
         })
@@ -369,11 +421,15 @@ def without_none(info: dict[str, Any]) -> dict[str, Any]:
 
 
 def _as_text(action: Any) -> str:
+    """The reply as text: a str, UTF-8 bytes or a numpy string scalar; anything else is the caller's bug."""
+    if isinstance(action, str):
+        return action
     if isinstance(action, bytes | bytearray):
         return bytes(action).decode("utf-8", "replace")
-    if hasattr(action, "item") and getattr(action, "shape", None) == ():  # a numpy string scalar
-        return str(action.item())
-    return "" if action is None else str(action)
+    if getattr(action, "shape", None) == () and isinstance(getattr(action, "item", lambda: None)(), str):
+        return str(action.item())  # a 0-d numpy array of a string
+    raise ActionError(f"an action is the model's whole reply as a str, not {type(action).__name__} "
+                      f"({str(action)[:60]!r}); send e.g. env.step(reply_text)")
 
 
 class TurnLimit(TimeLimit):

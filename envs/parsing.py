@@ -69,7 +69,7 @@ def is_done(outside_lines: list[str], marker: str = DONE_MARKER) -> bool:
 
 
 def _looks_like_a_module(text: str) -> bool:
-    """Whole-reply code must parse and do something: prose like `hello` is a valid expression, not a module."""
+    """Whole-reply code must parse and do something: prose like `hello` parses, yet is no module."""
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
@@ -88,11 +88,13 @@ def parse_reply(reply: str, done_marker: str = DONE_MARKER) -> ParsedReply:
         return ParsedReply(last.code.strip("\n") + "\n", done, "fenced" if last.closed else "unclosed_fence")
     if blocks:
         languages = ", ".join(sorted({b.language or "untagged" for b in blocks}))
-        return ParsedReply(None, done, "none", f"the reply has code blocks ({languages}) but none is a Python "
-                           "module; send the whole solution module in one ```python block")
+        return ParsedReply(None, done, "none", f"the reply has code blocks ({languages}) but none is a "
+                                               "Python module; send the whole solution module in one "
+                                               "```python block")
     if not done and reply.strip() and _looks_like_a_module(reply):
         return ParsedReply(reply.strip("\n") + "\n", False, "whole_reply")
     if done:
         return ParsedReply(None, True, "none")
-    return ParsedReply(None, False, "none", "the reply holds no code; send the whole solution module (defining "
-                       f"ModelNew) in one ```python block, or reply {done_marker} to finish")
+    return ParsedReply(None, False, "none", "the reply holds no code; send the whole solution module "
+                                            "(defining ModelNew) in one ```python block, or reply "
+                                            f"{done_marker} to finish")

@@ -41,7 +41,7 @@ def gpu_name() -> str:
 
 
 def reference_for_prompt(source: str) -> str:
-    """The module as the judge runs it, minus kernelgym's `KERNELGYM = {...}` metadata (noise to the agent)."""
+    """The module as the judge runs it, minus the `KERNELGYM = {...}` metadata (noise to the agent)."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
@@ -56,8 +56,8 @@ def reference_for_prompt(source: str) -> str:
 
 def hardware_summary(device: str, threads: int = 1) -> str:
     if device == "cuda":
-        return (f"Hardware: {gpu_name()} (CUDA). Timing runs each side on the GPU with the L2 cache flushed and "
-                "the device synchronized.")
+        return (f"Hardware: {gpu_name()} (CUDA). Timing runs each side on the GPU with the L2 cache flushed "
+                "and the device synchronized.")
     cores = os.cpu_count() or 1
     return (f"Hardware: {cpu_name()} ({platform.machine()}, {cores} cores). Timing runs on the CPU with "
             f"{threads} thread(s) for both the reference and your solution.")
@@ -82,11 +82,11 @@ def build_prompt(
 ) -> str:
     """One string; only the turns-left line changes between turns (so a prompt cache can reuse the rest)."""
     if answer_format == "tool":
-        how = ("Submit each attempt by calling the `submit_kernel` tool with the whole module source as `code`; "
-               "its answer is the judge's feedback. Stop calling it when you are done.")
+        how = ("Submit each attempt by calling the `submit_kernel` tool with the whole module source as "
+               "`code`; its answer is the judge's feedback. Stop calling it when you are done.")
     else:
-        how = (f"Answer each turn with the whole module in one ```python block; the judge's feedback comes back "
-               f"as the next message. When you cannot improve further, reply with just {done_marker}.")
+        how = ("Answer each turn with the whole module in one ```python block; the judge's feedback comes "
+               f"back as the next message. When you cannot improve further, reply with just {done_marker}.")
     goal = (f" The episode ends early once a verified speedup of {target_speedup:g}x is reached."
             if target_speedup else "")
     return "\n".join([
@@ -104,9 +104,9 @@ def build_prompt(
         "",
         hardware,
         "",
-        ("The judge builds your module in an isolated process, checks it against the reference on fresh hidden "
-         "inputs (a wrong output, a crash or a rule violation earns nothing), then times both: only a speedup "
-         f"that is statistically verified is rewarded.{goal}"),
+        ("The judge builds your module in an isolated process, checks it against the reference on fresh "
+         "hidden inputs (a wrong output, a crash or a rule violation earns nothing), then times both: only a "
+         f"speedup that is statistically verified is rewarded.{goal}"),
         how,
         "",
         f"Turns left: {turns_left} of {max_turns}.",

@@ -13,6 +13,10 @@ from __future__ import annotations
 # importing itself, and only its registration module is complete at that point.
 from gymnasium.envs.registration import register, registry
 
+from kernelgym._shadow import check_not_shadowed
+
+check_not_shadowed()  # a `kernelgym` folder in the working directory hid the package: say so, here
+
 ENTRY_POINT = "kernelgym.envs.kernel_env:make_kernel_env"
 LEVELS = (1, 2, 3)
 FAMILIES = {"KernelBench": "kernelbench", "KernelGym": "bundled"}

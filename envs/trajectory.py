@@ -60,7 +60,8 @@ def read_episodes(path: str | os.PathLike) -> list[dict[str, Any]]:
     episodes: dict[str, dict[str, Any]] = {}
     for turn in read_turns(path):
         episode = episodes.setdefault(turn["episode_id"], {
-            key: turn.get(key) for key in ("episode_id", "env_id", "task_id", "seed", "backend", "size", "reward_name")
+            key: turn.get(key)
+            for key in ("episode_id", "env_id", "task_id", "seed", "backend", "size", "reward_name")
         } | {"turns": []})
         episode["turns"].append(turn)
     for episode in episodes.values():

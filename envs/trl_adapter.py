@@ -97,7 +97,7 @@ class KernelToolEnv:
         return f"{obs['feedback']}\n{tail}"
 
     def get_reward(self) -> float:
-        """The episode's reward: the best turn by default; a rollout that never submitted gets a failed turn."""
+        """The episode's reward: the best turn by default; a rollout that never submitted fails."""
         if not self._rewards:
             if self._env is None:
                 return 0.0
@@ -143,7 +143,7 @@ def task_dataset(env_id: str = DEFAULT_ENV, *, prompts: str = "reset", repeat: i
     return Dataset.from_list(rows)
 
 
-# rollout_func ------------------------------------------------------------------------------------------------
+# rollout_func -----------------------------------------------------------------------------------------------
 
 def rollout_reward(prompts=None, completions=None, kernelgym_reward=None, **kwargs) -> list[float]:
     """Reward function for the rollout_func path: the episode reward the rollout computed."""

@@ -7,8 +7,9 @@ Runs on any machine (the cpp backend builds and times C++/OpenMP kernels on the 
     python examples/gym_quickstart.py                      # every task with a bundled cpp solution, level 1
     python examples/gym_quickstart.py --level 2 --limit 2 --trajectory runs/quickstart.jsonl
 
-For training an LLM on these episodes with TRL's GRPOTrainer, see kernelgym.envs.trl_adapter (envs/trl_adapter.py)
-(`environment_factory(...)` for tool calling, `make_rollout_func(...)` for plain multi-turn chat) and docs/envs.md.
+For training an LLM on these episodes with TRL's GRPOTrainer, see kernelgym.envs.trl_adapter
+(envs/trl_adapter.py): `environment_factory(...)` for tool calling, `make_rollout_func(...)` for plain
+multi-turn chat; and docs/envs.md.
 """
 
 from __future__ import annotations
@@ -65,7 +66,8 @@ def main() -> None:
             done = terminated or truncated
             print(f"turn {info['turn']}: {info['verdict']:<13} reward {reward:+.3f}")
         best = info.get("best")
-        best_text = f"best {best['speedup']:.3g}x (verified: {best['verified']})" if best else "no correct solution"
+        best_text = (f"best {best['speedup']:.3g}x (verified: {best['verified']})" if best
+                     else "no correct solution")
         print(f"return {episode_return:+.3f}; {best_text}")
         print(env.render())
     env.close()

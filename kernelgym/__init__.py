@@ -9,6 +9,8 @@ from kernelgym._lazy import lazy_getattr
 
 __version__ = "0.1.0"
 
+# The ids' registration is light (no torch, no LLM library); an ImportError there is a bug and must show.
+from kernelgym.envs.registration import register_envs
 from kernelgym.errors import KernelGymError
 from kernelgym.tasks import Task, TaskSet
 
@@ -24,16 +26,7 @@ _LAZY = {
 
 __getattr__ = lazy_getattr("kernelgym", _LAZY)
 
+register_envs()
 
-def _register() -> None:
-    try:
-        from kernelgym.envs.registration import register_envs
-    except ImportError:  # the environments are not written yet in this checkout
-        return
-    register_envs()
-
-
-_register()
-
-__all__ = ["EvalOptions", "EvalPool", "EvalResult", "KernelGymError", "PoolConfig", "Task", "TaskSet", "Verdict",
-           "__version__", "evaluate"]
+__all__ = ["EvalOptions", "EvalPool", "EvalResult", "KernelGymError", "PoolConfig", "Task", "TaskSet",
+           "Verdict", "__version__", "evaluate"]

@@ -12,8 +12,8 @@ from rich.table import Table
 
 from kernelgym.errors import KernelGymError
 
-app = typer.Typer(help="kernelgym: environments and a judge for LLM-written GPU kernels.", no_args_is_help=True,
-                  pretty_exceptions_enable=False)
+app = typer.Typer(help="kernelgym: environments and a judge for LLM-written GPU kernels.",
+                  no_args_is_help=True, pretty_exceptions_enable=False)
 tasks_app = typer.Typer(help="List, show and screen task suites.", no_args_is_help=True)
 app.add_typer(tasks_app, name="tasks")
 console = Console()
@@ -27,6 +27,9 @@ def _mount_optional() -> None:
     from kernelgym.agents.bench_cli import bench_command
 
     app.command("bench")(bench_command)
+    from kernelgym.agents.davinci.train import app as train_app
+
+    app.add_typer(train_app, name="train", help="Train the daVinci agent: `train sft|rl --config FILE`.")
 
 
 def _fail(message: str) -> None:
@@ -68,12 +71,15 @@ def tasks_list(suite: str = SuiteOpt, level: int | None = LevelOpt, kernelbench_
 
 
 @tasks_app.command("show")
-def tasks_show(task_id: str, size: str = typer.Option("gpu", "--size"), kernelbench_root: str | None = RootOpt) -> None:
+def tasks_show(task_id: str, size: str = typer.Option("gpu", "--size"),
+               kernelbench_root: str | None = RootOpt) -> None:
     """Print a task's metadata and source."""
     from kernelgym.tasks import resolve_task
+    from kernelgym.tasks.cpu_size import with_cpu_size
 
     try:
         task = resolve_task(task_id, kernelbench_root=kernelbench_root)
+        task = with_cpu_size(task) if size == "cpu" else task
         source = task.source_at(size if task.has_size(size) else "gpu")
     except KernelGymError as exc:
         _fail(str(exc))
@@ -86,12 +92,16 @@ def tasks_show(task_id: str, size: str = typer.Option("gpu", "--size"), kernelbe
 def tasks_check(suite: str = SuiteOpt, level: int | None = LevelOpt, kernelbench_root: str | None = RootOpt,
                 size: str = typer.Option("cpu", "--size"), as_json: bool = JsonOpt) -> None:
     """Screen references for degenerate outputs (constant, input-independent, NaN, all-zeros passes)."""
-    from kernelgym.tasks.screen import screen_task
+    from kernelgym.tasks.cpu_size import SizeUnavailableError, with_cpu_size
+    from kernelgym.tasks.screen import ScreenResult, screen_task
 
     tasks = _select(suite, level, kernelbench_root)
     flagged = 0
     for task in tasks:
-        result = screen_task(task, size)
+        try:  # a KernelBench task is screened at its derived cpu size, never at its GPU size on a CPU
+            result = screen_task(with_cpu_size(task) if size == "cpu" else task, size)
+        except SizeUnavailableError as exc:
+            result = ScreenResult(task.id, error=str(exc))
         flagged += not result.passed
         if as_json:
             typer.echo(json.dumps(result.to_dict()))
@@ -104,28 +114,65 @@ def tasks_check(suite: str = SuiteOpt, level: int | None = LevelOpt, kernelbench
 
 @app.command("eval")
 def eval_command(
-    solutions: list[Path] = typer.Argument(..., help="solution files (KernelBench ModelNew modules)"),
-    task: str = typer.Option(..., "--task", help="task id or a problem file's path"),
+    paths: list[Path] = typer.Argument(..., help="solution files (with --task), or folders of generations "
+                                                 "(KernelBench's level_1_problem_19_sample_0_kernel.py or "
+                                                 "level1/19_ReLU.py layouts; with --suite)"),
+    task: str | None = typer.Option(None, "--task", help="task id or a problem file's path (judges FILES)"),
+    suite: str = typer.Option("bundled", "--suite", help="folder mode: bundled, kernelbench, hf, or a path"),
+    level: int | None = LevelOpt,
     backend: str = typer.Option("cpp", "--backend", help="cpp, triton or cuda"),
     size: str | None = typer.Option(None, "--size", help="cpu or gpu (default: from the hardware)"),
-    timeout: float = typer.Option(60.0, "--timeout", help="seconds per run stage (builds have their own limit)"),
-    ncu: bool = typer.Option(False, "--ncu", help="GPU: Nsight Compute counters per kernel (after an ok verdict)"),
+    timeout: float = typer.Option(60.0, "--timeout",
+                                  help="seconds per run stage (builds have their own limit)"),
+    ncu: bool = typer.Option(False, "--ncu",
+                             help="GPU: Nsight Compute counters per kernel (after an ok verdict)"),
+    workers: int = typer.Option(1, "--workers", help="folder mode: evaluations in parallel"),
+    out: Path | None = typer.Option(None, "--out", help="folder mode: also write the JSON lines here"),
+    exit_zero: bool = typer.Option(False, "--exit-zero", help="exit 0 even when a solution is not ok"),
     kernelbench_root: str | None = RootOpt,
     as_json: bool = JsonOpt,
 ) -> None:
-    """Evaluate solution files in one worker pool, in the order given."""
+    """Judge solution files for one task (--task), or folders of generations against a suite.
+
+    Exits 1 when any solution is not `ok` (a verdict other than ok, or a file that could not be judged),
+    unless --exit-zero.
+    """
     from kernelgym.backends import names
-    from kernelgym.tasks import resolve_task
-    from kernelgym.workers.pool import EvalPool
 
     if backend not in names():
         _fail(f"unknown backend {backend!r}; choose from {', '.join(names())}")
     if size not in (None, "cpu", "gpu"):
         _fail("--size must be cpu or gpu")
+    if task is not None:
+        all_ok = _eval_files(paths, task, backend, size, timeout, ncu, kernelbench_root, as_json)
+    else:
+        from kernelgym.folder_eval import FolderEvalConfig
+
+        not_dirs = [str(p) for p in paths if not p.is_dir()]
+        if not_dirs:
+            _fail(f"{not_dirs[0]} is not a folder: judge files with --task TASK, folders of generations "
+                  "without it")
+        config = FolderEvalConfig(suite=suite, level=level, kernelbench_root=kernelbench_root,
+                                  backend=backend,
+                                  size=size, timeout_s=timeout, workers=workers)
+        judged = [_eval_folder(p, config, out, as_json) for p in paths]  # every folder, even after a failure
+        all_ok = all(judged)
+    raise typer.Exit(0 if all_ok or exit_zero else 1)
+
+
+def _eval_files(solutions: list[Path], task: str, backend: str, size: str | None, timeout: float, ncu: bool,
+                kernelbench_root: str | None, as_json: bool) -> bool:
+    from kernelgym.tasks import resolve_task
+    from kernelgym.tasks.cpu_size import with_cpu_size
+    from kernelgym.workers.pool import EvalPool
+
     try:
         the_task = resolve_task(task, kernelbench_root=kernelbench_root)
+        if size == "cpu" or (size is None and backend == "cpp"):
+            the_task = with_cpu_size(the_task)
     except KernelGymError as exc:
         _fail(str(exc))
+    all_ok = True
     with EvalPool(workers=1) as pool:
         for path in solutions:
             try:
@@ -133,16 +180,71 @@ def eval_command(
             except OSError as exc:
                 _fail(f"cannot read {path}: {exc.strerror}")
             result = pool.evaluate(the_task, source, backend=backend, size=size, timeout_s=timeout, ncu=ncu)
+            all_ok = all_ok and result.ok
             if as_json:
                 row = {"solution": str(path), **{k: v for k, v in result.to_dict().items()
-                                                  if k in ("verdict", "compiled", "correct", "speedup", "runtime_ms",
-                                                           "ref_runtime_ms", "reasons", "task_id", "backend", "size",
-                                                           "wall_s")}}
+                                                  if k in ("verdict", "compiled", "correct", "speedup",
+                                                           "runtime_ms", "ref_runtime_ms", "reasons",
+                                                           "task_id", "backend", "size", "wall_s")}}
                 row["feedback"] = result.to_feedback()
                 typer.echo(json.dumps(row))
             else:
                 typer.echo(f"== {path}: {result.verdict.value} ({result.wall_s:.2f} s)")
                 typer.echo(result.to_feedback())
+    return all_ok
+
+
+def _eval_folder(folder: Path, config, out: Path | None, as_json: bool) -> bool:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from kernelgym.folder_eval import judge_folder
+
+    status = Console(stderr=True)
+    sink = open(out, "a", encoding="utf-8") if out else None  # noqa: SIM115 (closed below)
+    bar = Progress(TextColumn(f"[bold]{folder.name}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                   TextColumn("{task.fields[last]}"), console=status, transient=as_json)
+    job = bar.add_task("eval", total=None, last="")
+
+    def on_row(row: dict) -> None:
+        line = json.dumps(row, default=str)
+        if as_json:
+            typer.echo(line)
+        if sink is not None:
+            sink.write(line + "\n")
+        bar.update(job, advance=1, last=f"{Path(row['solution']).name}: {row['verdict'] or 'not judged'}")
+
+    try:
+        with bar:
+            outcome = judge_folder(folder, config, on_row=on_row, on_start=lambda n: bar.update(job, total=n))
+    except KernelGymError as exc:
+        _fail(str(exc))
+    finally:
+        if sink is not None:
+            sink.close()
+    if as_json:
+        summary = {"summary": outcome.summary, "folder": str(folder), "missing": outcome.missing}
+        typer.echo(json.dumps(summary))
+    _print_folder_summary(folder, outcome, Console(stderr=True) if as_json else console)
+    return all(r["verdict"] == "ok" for r in outcome.rows)
+
+
+def _print_folder_summary(folder: Path, outcome, where: Console) -> None:
+    s = outcome.summary
+    gm = s["geomean_speedup"]
+    table = Table("", "", title=f"kernelgym eval {folder}", show_header=False)
+    judged = s["solutions"] - s["verdicts"].get("not_judged", 0)
+    table.add_row("solutions judged", f"{judged} of {s['solutions']}")
+    table.add_row("missing tasks", f"{s['missing_tasks']} (counted as not correct)")
+    table.add_row("verdicts", ", ".join(f"{k} {n}" for k, n in s["verdicts"].items()))
+    table.add_row("correct", f"{s['correct']}/{s['expected']}")
+    for p, value in s["fast_p"].items():
+        table.add_row(f"fast_{p}", f"{100 * value:.1f}%")
+    table.add_row("fast_1 verified", f"{100 * s['fast_1_verified']:.1f}%")
+    table.add_row("geomean speedup", f"{gm:.3f}x" if gm else "-")
+    where.print(table)
+    for row in outcome.rows:
+        if row["verdict"] is None:
+            where.print(f"not judged: {row['solution']}: {row['error']}")
 
 
 @app.command("baseline")
@@ -162,8 +264,9 @@ def baseline_command(
     chosen = backend or ("cuda" if has_gpu() else "cpp")
     table = Table("task", "size", "eager ms", "compile ms", "cached")
     with EvalPool(workers=workers) as pool:
-        futures = [(t, pool.submit(t, "", backend=chosen, size=size, baseline_only=True, compile_baseline=compile_,
-                                   refresh_baseline=refresh, timeout_s=120)) for t in tasks]
+        futures = [(t, pool.submit(t, "", backend=chosen, size=size, baseline_only=True,
+                                   compile_baseline=compile_, refresh_baseline=refresh, timeout_s=120))
+                   for t in tasks]
         for task, future in futures:
             result = future.result()
             timing = result.timing
@@ -175,8 +278,9 @@ def baseline_command(
                                        "cached": bool(timing and timing.compile_baseline_cached),
                                        "reasons": result.reasons}))
             else:
+                cached = "yes" if timing and timing.compile_baseline_cached else "no"
                 table.add_row(task.id, result.size, f"{eager:.4g}" if eager else result.verdict.value,
-                              f"{compiled:.4g}" if compiled else "-", "yes" if timing and timing.compile_baseline_cached else "no")
+                              f"{compiled:.4g}" if compiled else "-", cached)
     if not as_json:
         console.print(table)
 
@@ -190,6 +294,7 @@ def examples_command(
     as_json: bool = JsonOpt,
 ) -> None:
     """Judge the bundled example solutions for a backend (and, with --with-cheats, some cheats)."""
+    from kernelgym.evaluation.rules import Reason
     from kernelgym.solutions import cheats, examples
     from kernelgym.tasks import bundled
     from kernelgym.workers.pool import EvalPool
@@ -200,7 +305,8 @@ def examples_command(
         _fail(f"no bundled example solutions for backend {backend!r}")
     table = Table("task", "solution", "verdict", "speedup", "95% CI", "wall s")
     with EvalPool(workers=workers) as pool:
-        futures = [(e, pool.submit(suite.get(e.task_id), e.source, backend=backend, size=size)) for e in entries]
+        futures = [(e, pool.submit(suite.get(e.task_id), e.source, backend=backend, size=size))
+                   for e in entries]
         with console.status(f"judging {len(entries)} solutions ..."):
             rows = [(e, f.result()) for e, f in futures]
     for entry, result in rows:
@@ -208,10 +314,14 @@ def examples_command(
             typer.echo(json.dumps({"solution": str(entry.path), "cheat": entry.cheat, **result.to_dict()}))
             continue
         t = result.timing
-        ci = f"{t.speedup_ci_low:.2f}-{t.speedup_ci_high:.2f}" if t and t.available and t.speedup_ci_low else ""
-        speed = f"{result.speedup:.2f}x" + (" verified" if t and t.verified else "") if result.speedup else "-"
-        verdict = result.verdict.value + (f" ({result.reasons[0].split(':')[0]})" if result.reasons else "")
-        table.add_row(entry.task_id.split("/", 1)[1], entry.cheat or "example", verdict, speed, ci, f"{result.wall_s:.1f}")
+        has_ci = t and t.available and t.speedup_ci_low
+        ci = f"{t.speedup_ci_low:.2f}-{t.speedup_ci_high:.2f}" if has_ci else ""
+        verified = " verified" if t and t.verified else ""
+        speed = f"{result.speedup:.2f}x{verified}" if result.speedup else "-"
+        rule = f" ({Reason.parse(result.reasons[0]).rule})" if result.reasons else ""
+        verdict = result.verdict.value + rule
+        table.add_row(entry.task_id.split("/", 1)[1], entry.cheat or "example", verdict, speed, ci,
+                      f"{result.wall_s:.1f}")
     if not as_json:
         console.print(table)
         honest = [r for e, r in rows if e.cheat is None]
@@ -219,6 +329,21 @@ def examples_command(
         console.print(f"{sum(r.ok for r in honest)}/{len(honest)} examples correct, "
                       f"{sum(bool(r.verified_speedup) for r in honest)} with a verified speedup; "
                       f"{len(caught)}/{len(rows) - len(honest)} cheats rejected")
+
+
+@app.command("view")
+def view_command(
+    run_dir: Path = typer.Argument(..., help="a bench run folder (the --out of kernelgym bench)"),
+    out: Path | None = typer.Option(None, "--out", help="the page's path (default RUN_DIR/view.html)"),
+) -> None:
+    """One static HTML page for a bench run: best kernels, diffs, feedback, speedups, verdicts, plots."""
+    from kernelgym.agents.viewer import write_view
+
+    try:
+        path = write_view(run_dir, out)
+    except (KernelGymError, OSError, ValueError) as exc:
+        _fail(str(exc))
+    typer.echo(f"wrote {path} (open it in a browser: file://{path.resolve()})")
 
 
 _mount_optional()

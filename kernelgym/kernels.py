@@ -35,6 +35,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from kernelgym.errors import KernelGymError
+
 # Bound before any candidate code runs, so a patched `time` cannot change what kernelgym measures.
 # CPU time, not wall time: on a loaded machine a preempted kernel must not look like someone else's work.
 _clock_ns = time.process_time_ns
@@ -43,7 +45,7 @@ CPP_FLAGS = ("-O3", "-std=c++17", "-fPIC", "-shared", "-fopenmp", "-march=native
 CUDA_FLAGS = ("-O3", "-std=c++17", "-shared", "-Xcompiler", "-fPIC", "-lineinfo")
 
 
-class BuildError(RuntimeError):
+class BuildError(KernelGymError, RuntimeError):
     """The compiler rejected the source; `log` holds its output."""
 
     def __init__(self, message: str, log: str):
@@ -85,7 +87,7 @@ def _arch(language: str) -> str:
 
 
 def cuda_arch() -> str:
-    """The SM version to compile for: TORCH_CUDA_ARCH_LIST's last entry, the visible GPU, else 90 (H100/H200)."""
+    """The SM version to build for: TORCH_CUDA_ARCH_LIST's last entry, the visible GPU, else 90 (H200)."""
     listed = os.environ.get("TORCH_CUDA_ARCH_LIST", "").replace("+PTX", "").split(";")[-1].strip()
     if listed:
         return listed.replace(".", "")
@@ -110,7 +112,8 @@ def compile_request(request: BuildRequest, root: Path | None = None, timeout_s: 
         src.write_text(request.source, encoding="utf-8", errors="surrogatepass")
         command = _command(request, src, folder / "lib.so")
         try:
-            proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, cwd=folder)
+            proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, cwd=folder,
+                                  check=False)
         except FileNotFoundError:
             raise BuildError(f"compiler not found: {command[0]}", "") from None
         except subprocess.TimeoutExpired:
@@ -139,7 +142,8 @@ def build_folder(out_dir: Path, fill: Callable[[Path], None]) -> None:
 def _command(request: BuildRequest, src: Path, out: Path) -> list[str]:
     if request.language == "cuda":
         arch = cuda_arch()
-        return ["nvcc", *request.flags, f"-gencode=arch=compute_{arch},code=sm_{arch}", str(src), "-o", str(out)]
+        gencode = f"-gencode=arch=compute_{arch},code=sm_{arch}"
+        return ["nvcc", *request.flags, gencode, str(src), "-o", str(out)]
     return [os.environ.get("CXX", "g++"), *request.flags, str(src), "-o", str(out)]
 
 
@@ -255,7 +259,8 @@ def load_cuda(source: str, extra_flags: Sequence[str] = ()) -> KernelLibrary:
     """Compile CUDA with nvcc alone (no torch headers) and load it.
 
     Write `extern "C"` host launchers over raw pointers that launch on the default stream, e.g.
-    `extern "C" void launch_relu(const float* x, float* y, int64_t n) { relu<<<(n+255)/256, 256>>>(x, y, n); }`.
+    `extern "C" void launch_relu(const float* x, float* y, int64_t n)
+    { relu<<<(n+255)/256, 256>>>(x, y, n); }`.
     """
     path = _build(BuildRequest("cuda", source, (*CUDA_FLAGS, *extra_flags)))
     return KernelLibrary(path, "cuda", runnable=not cuda_compile_only)

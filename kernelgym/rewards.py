@@ -43,7 +43,8 @@ class EpisodeState:
     max_turns: int = 1
     best_speedup: float = 0.0  # best verified speedup of earlier turns (0 when none)
     last_speedup: float = 0.0  # verified speedup of the previous turn (0 when none or failed)
-    previous_verdicts: tuple[str, ...] = ()  # verdict of each earlier turn ("no_code" for a reply without code)
+    # verdict of each earlier turn ("no_code" for a reply without code)
+    previous_verdicts: tuple[str, ...] = ()
 
 
 NOT_JUDGED = "infrastructure_error"  # the verdict of an evaluation the judge itself failed
@@ -138,7 +139,8 @@ def drkernel_reward(
     speedup = _verified(result)
     if speedup is None:
         measured = result.speedup
-        speedup = min(measured, 1.0) if measured is not None and math.isfinite(measured) and measured > 0 else 0.0
+        usable = measured is not None and math.isfinite(measured) and measured > 0
+        speedup = min(measured, 1.0) if usable else 0.0
     coverage = 0.0
     if result.profile is not None and result.profile.coverage is not None:
         coverage = min(max(float(result.profile.coverage), 0.0), 1.0)
@@ -166,7 +168,8 @@ def get_reward(reward: str | RewardFn = "speedup", **params: Any) -> RewardFn:
     try:
         fn = REWARDS[reward]
     except KeyError:
-        raise ConfigError(f"unknown reward {reward!r}; known: {', '.join(names())}, fast_<p>, or a callable") from None
+        raise ConfigError(f"unknown reward {reward!r}; known: {', '.join(names())}, fast_<p>, or a "
+                          "callable") from None
     return functools.partial(fn, **params) if params else fn
 
 

@@ -20,9 +20,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import kernelgym.kernels as kernels
+from kernelgym import kernels, torch_ext_split
 
-MAX_PCH_FLAG_SETS = 4  # precompiled headers kept (about 0.8 GB each); other flag sets build without one
+# The split build (torch_ext_split) first, torch's own build for the rest (KERNELGYM_SPLIT_BUILD=0: torch's).
+SPLIT_BUILD = os.environ.get("KERNELGYM_SPLIT_BUILD", "1") != "0"
+MAX_PCH_FLAG_SETS = 4  # full-header precompiled headers kept (about 0.8 GB each); past it, builds go without
 _CUDA_PRELUDE = "#include <torch/types.h>\n#include <cuda.h>\n#include <cuda_runtime.h>\n"
 
 
@@ -78,53 +80,57 @@ def is_built(request: ExtensionRequest, root: Path | None = None) -> bool:
 
 
 def build(request: ExtensionRequest, root: Path | None = None) -> Path:
-    """Compile (or reuse) the extension; returns the folder holding `<name>.so`. Never imports it."""
-    from torch.utils import cpp_extension
+    """Compile (or reuse) the extension; returns the folder holding `<name>.so`. Never imports it.
 
+    The split build (`torch_ext_split`) runs first; whatever it does not take, torch's own build compiles."""
     out_dir = extension_dir(request, root)
     if is_built(request, root):
         return out_dir
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=".build-"))
-    try:
-        sources = [tmp / "main.cpp"]
-        sources[0].write_text("#include <torch/extension.h>\n" + "\n".join(request.cpp_sources)
-                              + (_bindings(request.functions) if request.functions else ""))
-        if request.cuda_sources:
-            sources.append(tmp / "cuda.cu")
-            sources[1].write_text(_CUDA_PRELUDE + "\n".join(request.cuda_sources))
-        options = dict(name=request.name, sources=[str(s) for s in sources], extra_cflags=list(request.extra_cflags),
-                       extra_cuda_cflags=list(request.extra_cuda_cflags), extra_ldflags=list(request.extra_ldflags),
-                       extra_include_paths=[], build_directory=str(tmp), verbose=False,
-                       with_cuda=bool(request.cuda_sources))
-        pch = precompiled_header_dir(list(request.extra_cflags), root)
-        if pch is not None:  # searched before torch's own include folder: gcc finds the header and its .gch there
-            options["extra_include_paths"] = [str(pch)]
-        accepted = inspect.signature(cpp_extension._write_ninja_file_and_build_library).parameters
-        for optional in ("extra_sycl_cflags", "with_sycl"):
-            if optional in accepted:
-                options[optional] = None if optional == "with_sycl" else []
-        try:
-            cpp_extension._write_ninja_file_and_build_library(**options)
-        except Exception as exc:  # the compiler's output is in the message
-            raise kernels.BuildError("compilation failed", str(exc)) from None
-        os.chmod(tmp, 0o755)
-        try:
-            os.rename(tmp, out_dir)
-        except OSError:  # built concurrently by another worker
-            pass
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+
+    def fill(folder: Path) -> None:
+        if not SPLIT_BUILD or torch_ext_split.build_into(request, folder, root) is None:
+            _torch_build(request, folder, root)
+
+    kernels.build_folder(out_dir, fill)
     return out_dir
+
+
+def _torch_build(request: ExtensionRequest, tmp: Path, root: Path | None) -> None:
+    """torch's own build of the request (one unit with the bindings, its ninja file) into `tmp`."""
+    from torch.utils import cpp_extension
+
+    sources = [tmp / "main.cpp"]
+    sources[0].write_text("#include <torch/extension.h>\n" + "\n".join(request.cpp_sources)
+                          + (_bindings(request.functions) if request.functions else ""))
+    if request.cuda_sources:
+        sources.append(tmp / "cuda.cu")
+        sources[1].write_text(_CUDA_PRELUDE + "\n".join(request.cuda_sources))
+    options = {"name": request.name, "sources": [str(s) for s in sources],
+               "extra_cflags": list(request.extra_cflags),
+               "extra_cuda_cflags": list(request.extra_cuda_cflags),
+               "extra_ldflags": list(request.extra_ldflags), "extra_include_paths": [],
+               "build_directory": str(tmp), "verbose": False, "with_cuda": bool(request.cuda_sources)}
+    pch = precompiled_header_dir(list(request.extra_cflags), root)
+    if pch is not None:  # searched before torch's own include folder: gcc finds the header and its .gch there
+        options["extra_include_paths"] = [str(pch)]
+    accepted = inspect.signature(cpp_extension._write_ninja_file_and_build_library).parameters
+    for optional in ("extra_sycl_cflags", "with_sycl"):
+        if optional in accepted:
+            options[optional] = None if optional == "with_sycl" else []
+    try:
+        cpp_extension._write_ninja_file_and_build_library(**options)
+    except Exception as exc:  # noqa: BLE001 - the compiler's output is in the message
+        raise kernels.BuildError("compilation failed", str(exc)) from None
 
 
 def precompiled_header_dir(extra_cflags: list[str], root: Path | None = None) -> Path | None:
     """A folder with a copy of `torch/extension.h` and its precompiled header for exactly these flags.
 
     gcc uses a `.gch` only when the flags match, and torch keeps one next to its own header, rebuilt whenever
-    the flags change (about 30 s on 2 cores): solutions with different `extra_cflags` would rebuild it in turn.
-    Here each flag set gets its own, built once (with torch's own command) and cached; a later build with the
-    same flags takes about a third of the time. None when it cannot be built: the build is only slower.
+    the flags change (about 30 s on 2 cores): solutions with different `extra_cflags` would rebuild it in
+    turn. Here each flag set gets its own, built once (with torch's own command) and cached; a later build
+    with the same flags takes about a third of the time. None when it cannot be built (the build is then
+    only slower).
     """
     import torch
 
@@ -145,7 +151,7 @@ def precompiled_header_dir(extra_cflags: list[str], root: Path | None = None) ->
         shutil.copyfile(header, tmp / "torch" / "extension.h")
         ours = {header: str(tmp / "torch" / "extension.h"), pch: str(tmp / "torch" / "extension.h.gch")}
         argv = [ours.get(arg, arg) for arg in command["argv"]]
-        done = subprocess.run(argv, capture_output=True, timeout=900)
+        done = subprocess.run(argv, capture_output=True, timeout=900, check=False)
         if done.returncode != 0:
             return None
         os.chmod(tmp, 0o755)
@@ -190,7 +196,7 @@ def _torch_pch_command(extra_cflags: list[str]) -> dict | None:
         builder(list(extra_cflags), [f"/kernelgym-pch-probe-{os.getpid()}"])
     except _Captured:
         pass
-    except Exception:
+    except Exception:  # noqa: BLE001 - no probe: build without the precompiled header
         return None
     finally:
         cpp_extension.subprocess = real
@@ -203,8 +209,8 @@ def _torch_pch_command(extra_cflags: list[str]) -> dict | None:
     return {"argv": argv, "header": header, "pch": header + ".gch"}
 
 
-def load_inline(name, cpp_sources, cuda_sources=None, functions=None, extra_cflags=None, extra_cuda_cflags=None,
-                extra_ldflags=None, **_ignored):
+def load_inline(name, cpp_sources, cuda_sources=None, functions=None, extra_cflags=None,
+                extra_cuda_cflags=None, extra_ldflags=None, **_ignored):
     """Drop-in for `torch.utils.cpp_extension.load_inline` inside an evaluation (same main arguments)."""
 
     def listed(value) -> tuple[str, ...]:

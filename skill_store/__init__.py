@@ -11,7 +11,6 @@ when the gate runs.
 from __future__ import annotations
 
 from kernelgym._lazy import lazy_getattr
-
 from kernelgym.skill_store.skill import (
     AppliesWhen,
     Evidence,

@@ -24,10 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kernelgym.errors import KernelGymError
 from kernelgym.skill_store.skill import Evidence, Skill, SkillFormatError, Solution, Verification, now, today
 from kernelgym.skill_store.store import SkillExistsError
-
-from kernelgym.errors import KernelGymError
 
 
 @dataclass
@@ -388,7 +387,8 @@ def _gpu_name() -> str:
     if exe:
         try:
             out = subprocess.run(
-                [exe, "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True, timeout=10
+                [exe, "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True,
+                timeout=10, check=False,
             )
             names = [n.strip() for n in out.stdout.splitlines() if n.strip()]
             if names:

@@ -47,8 +47,8 @@ def rerank_prompt(query_text: str, hits, config: RerankConfig) -> str:
         lines.append(f"- {skill.id}: {skill.title}. {technique}")
     lines += [
         "",
-        "Reply with a JSON list of the ids of the skills that help with this task, most useful first, "
-        'for example ["id-one", "id-two"]. Leave out skills that do not apply.',
+        ("Reply with a JSON list of the ids of the skills that help with this task, most useful first, "
+         'for example ["id-one", "id-two"]. Leave out skills that do not apply.'),
     ]
     return "\n".join(lines)
 
@@ -80,7 +80,7 @@ def rerank(query_text: str, hits, policy, k: int = 5, config: RerankConfig | Non
     info = {"role": "skill_selection", "candidates": [h.id for h in candidates]}
     try:
         reply = policy.act({"prompt": prompt}, info)
-    except Exception as exc:  # a failing LLM must not take retrieval down with it
+    except Exception as exc:  # noqa: BLE001 - a failing LLM must not take retrieval down with it
         return RerankResult(candidates[:k], False, f"reranker failed: {type(exc).__name__}: {exc}"[:300])
     if not isinstance(reply, str):
         return RerankResult(candidates[:k], False, "reranker reply is not text")

@@ -22,9 +22,8 @@ from importlib import resources
 from pathlib import Path
 from typing import IO
 
-from kernelgym.skill_store.skill import Skill, SkillFormatError, SkillNotFoundError, now
-
 from kernelgym.errors import KernelGymError
+from kernelgym.skill_store.skill import Skill, SkillFormatError, SkillNotFoundError, now
 
 SCHEMA_VERSION = 1
 ENV_VAR = "KERNELGYM_SKILLS_DB"
@@ -345,7 +344,7 @@ class SkillStore:
         with self._lock:
             self._conn.close()
 
-    def __enter__(self) -> SkillStore:
+    def __enter__(self) -> SkillStore:  # noqa: PYI034 - Python 3.10 has no typing.Self
         return self
 
     def __exit__(self, *exc) -> None:

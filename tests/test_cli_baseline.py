@@ -33,7 +33,8 @@ def test_compile_baseline_is_cached_and_used_by_evaluations(tmp_path, monkeypatc
 
     task = bundled().get("L1/1_ReLU")
     with kernelgym.EvalPool(workers=1) as pool:
-        measured = pool.evaluate(task, "", backend="cpp", baseline_only=True, compile_baseline=True, timeout_s=300)
+        measured = pool.evaluate(task, "", backend="cpp", baseline_only=True, compile_baseline=True,
+                                 timeout_s=300)
         assert measured.timing.compile_ms > 0 and not measured.timing.compile_baseline_cached
         example = next(e for e in examples("cpp") if e.task_id == task.id)
         result = pool.evaluate(task, example.source, backend="cpp", compile_baseline=True)

@@ -1,7 +1,8 @@
 """The distribution maps envs/, agents/ and skill_store/ under kernelgym and lists every package."""
 
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 MAPPED = {"kernelgym": "kernelgym", "kernelgym.envs": "envs", "kernelgym.agents": "agents",
@@ -33,6 +34,24 @@ def test_import_kernelgym_stays_light():
     import subprocess
     import sys
 
-    code = "import sys, kernelgym; print(sorted(m for m in ('transformers', 'trl', 'openai', 'datasets') if m in sys.modules))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    code = ("import sys, kernelgym; "
+            "print(sorted(m for m in ('transformers', 'trl', 'openai', 'datasets') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.strip()
     assert out == "[]"
+
+
+def test_every_data_folder_is_listed_so_setuptools_does_not_warn():
+    # setuptools warns ("Package ... is absent from the `packages` configuration") for each folder that ships
+    # package data but is not a listed package; the data folders are listed as namespace packages instead.
+    setuptools = _declared()
+    declared = set(setuptools["packages"])
+    shipped = set()
+    for package, patterns in setuptools["package-data"].items():
+        folder = ROOT / MAPPED.get(package, package.replace(".", "/"))
+        for pattern in patterns:
+            for path in folder.glob(pattern):
+                rel = path.parent.relative_to(folder)
+                shipped.add(".".join([package, *rel.parts]))
+    missing = sorted(shipped - declared)
+    assert shipped and not missing, f"add to [tool.setuptools] packages: {missing}"

@@ -36,8 +36,8 @@ def correct(speedup: float | None = None, *, verified: bool = False, ci_low: flo
     return EvalResult(
         "t", "cpp", "cpu", Verdict.OK,
         correctness=CorrectnessResult(passed=True, atol=1e-4, rtol=1e-4),
-        timing=TimingResult(available=True, speedup=speedup, speedup_ci_low=ci_low if ci_low is not None else speedup,
-                            speedup_ci_high=speedup, verified=verified) if timing else None,
+        timing=TimingResult(available=True, speedup=speedup, speedup_ci_low=ci_low if ci_low is not None
+                            else speedup, speedup_ci_high=speedup, verified=verified) if timing else None,
         profile=ProfileResult(coverage=coverage) if coverage is not None else None,
     )
 

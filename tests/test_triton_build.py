@@ -89,3 +89,72 @@ def test_an_evaluation_gets_its_triton_helpers_from_the_worker(pool):
     assert result.verdict is Verdict.OK, (result.reasons, result.output_tail[-1500:])
     # Built by the worker into kernelgym's cache (the candidate's process would have built it in its own).
     assert triton_build.module_path(ModuleRequest("cuda_utils", helper), root=pool.cache_root).exists()
+
+
+# --- compiled kernels: the worker compiles everything after TTIR, keyed by what it compiles ------------
+
+def test_a_kernel_request_is_keyed_by_ir_options_and_target_and_never_takes_file_options():
+    from kernelgym.triton_build import KernelRequest
+
+    base = KernelRequest.make("module {}", {"num_warps": 4, "extern_libs": (("libdevice", "/tmp/evil.bc"),),
+                                            "ir_override": "/tmp/x.ttgir"}, 90)
+    assert "evil" not in base.options_json and "ir_override" not in base.options_json
+    assert KernelRequest.from_json(base.to_json()) == base
+    others = [KernelRequest.make("module { }", {"num_warps": 4}, 90),
+              KernelRequest.make("module {}", {"num_warps": 8}, 90),
+              KernelRequest.make("module {}", {"num_warps": 4}, 80)]
+    assert len({base.key, *(o.key for o in others)}) == 4
+
+
+def test_a_malformed_kernel_request_is_a_build_error(tmp_path):
+    from kernelgym.kernels import BuildError
+
+    with pytest.raises(BuildError, match="malformed"):
+        triton_build.build(ModuleRequest(triton_build.KERNEL_REQUEST, "{not json"), root=tmp_path)
+    # IR that does not parse: the candidate's error
+    with pytest.raises(BuildError, match="failed to compile"):
+        triton_build.compile_kernel(triton_build.KernelRequest.make("not mlir", {}, 90), root=tmp_path)
+    assert not list((tmp_path / "triton_kernels").glob("*"))  # nothing half-built left behind
+
+
+@pytest.mark.slow
+def test_kernels_compile_in_the_worker_once_and_a_fresh_triton_cache_reuses_them(tmp_path, monkeypatch):
+    """Two evaluations (two private Triton caches) compile the same kernel: the backend runs once, in the
+    trusted side, and both get the same cubin from a store the candidate cannot write."""
+    import triton
+    import triton.language as tl
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    @triton.jit
+    def add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offsets < n
+        total = tl.load(x_ptr + offsets, mask=mask) + tl.load(y_ptr + offsets, mask=mask)
+        tl.store(out_ptr + offsets, total, mask=mask)
+
+    backend_runs = []
+    real = triton_build._run_backend
+    monkeypatch.setattr(triton_build, "_run_backend", lambda request, tmp: backend_runs.append(request.key)
+                        or real(request, tmp))
+    monkeypatch.setattr(triton.knobs.runtime, "add_stages_inspection_hook", None)
+    monkeypatch.setattr(triton.knobs.build, "impl", None)
+    asked = []
+
+    def ask(request):
+        asked.append(request.name)
+        return triton_build.build(request, root=tmp_path / "store")
+
+    assert triton_build.route_builds_to(ask)
+    signature = {"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"}
+    cubins = []
+    for evaluation in ("first", "second"):
+        monkeypatch.setattr(triton.knobs.cache, "dir", str(tmp_path / evaluation))  # its own Triton cache
+        kernel = triton.compile(ASTSource(add, signature, {"BLOCK": 1024}), target=GPUTarget("cuda", 90, 32))
+        cubins.append(kernel.asm["cubin"])
+        assert kernel.metadata.name == "add"
+    assert asked == [triton_build.KERNEL_REQUEST] * 2 and len(backend_runs) == 1
+    assert cubins[0] == cubins[1] and len(cubins[0]) > 1000
+    (entry,) = (tmp_path / "store" / "triton_kernels").iterdir()
+    assert entry.stat().st_mode & 0o777 == 0o755  # the candidate (another user) can read, not write
+    assert {p.name for p in entry.iterdir()} >= {"kernel.ttgir", "kernel.ptx", "kernel.cubin", "stages.json"}

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, cast
 
-from kernelgym.agents.policy import reply_meta
+from kernelgym.agents.policy import PolicyInfo, reply_meta
+from kernelgym.envs.types import Observation, ResetInfo, StepInfo
 
 # Verdicts that are not the judge's: "no_code" (the reply held no module), "done" (the agent stopped) and
 # "infrastructure_error" (the judge itself failed).
@@ -98,7 +99,7 @@ def episode_key(task_id: str, sample: int) -> str:
     return f"{task_id}#{sample}"
 
 
-def start(env, task_id: str, seed: int | None = None) -> tuple[dict[str, Any], dict[str, Any], EpisodeRecord]:
+def start(env, task_id: str, seed: int | None = None) -> tuple[Observation, ResetInfo, EpisodeRecord]:
     """Reset `env` on `task_id`; returns the observation, the reset info and an empty record."""
     obs, info = env.reset(seed=seed, options={"task_id": task_id})
     task = info.get("task", {})
@@ -107,13 +108,13 @@ def start(env, task_id: str, seed: int | None = None) -> tuple[dict[str, Any], d
     return obs, info, record
 
 
-def policy_info(info: dict[str, Any], attempt: int, **extra: Any) -> dict[str, Any]:
+def policy_info(info: ResetInfo | StepInfo, attempt: int, **extra: Any) -> PolicyInfo:
     """The `info` a policy is given: the env's, plus the attempt index (and what a baseline adds)."""
-    return {**info, "attempt": attempt, **extra}
+    return cast(PolicyInfo, {**info, "attempt": attempt, **extra})
 
 
 def step(env, reply: str, attempt: int, *, started: float | None = None, phase: str = "",
-         notes: str = "") -> tuple[dict[str, Any], dict[str, Any], bool, TurnRecord]:
+         notes: str = "") -> tuple[Observation, StepInfo, bool, TurnRecord]:
     """Send one reply; returns (observation, info, episode over, the turn's record)."""
     t0 = time.monotonic()
     obs, reward, terminated, truncated, info = env.step(str(reply))
@@ -125,7 +126,8 @@ def step(env, reply: str, attempt: int, *, started: float | None = None, phase: 
     turn = TurnRecord(
         attempt=attempt, verdict=str(info.get("verdict", "")), reward=float(reward), correct=correct,
         speedup=float(speedup) if isinstance(speedup, int | float) else None,
-        verified=bool(correct and timing.get("verified")), reasons=[str(r)[:200] for r in result.get("reasons", [])[:4]],
+        verified=bool(correct and timing.get("verified")),
+        reasons=[str(r)[:200] for r in result.get("reasons", [])[:4]],
         wall_s=round(now - (started if started is not None else t0), 3), eval_s=round(now - t0, 3),
         phase=phase, meta=reply_meta(reply), notes=notes,
     )

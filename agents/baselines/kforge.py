@@ -18,10 +18,10 @@ from kernelgym.agents.baselines.common import EpisodeRecord, max_turns, policy_i
 NAME = "kforge"
 
 ANALYST_SYSTEM = (
-    "You are a performance analyst for CPU and GPU kernels. You read a kernel, the judge's timing and profile "
-    "report, and you write 3 to 5 concrete, prioritized recommendations for making it faster while keeping it "
-    "correct (memory access patterns, fusion, vectorization, tiling, parallelism, avoiding framework ops). "
-    "Write recommendations only, no code."
+    "You are a performance analyst for CPU and GPU kernels. You read a kernel, the judge's timing and "
+    "profile report, and you write 3 to 5 concrete, prioritized recommendations for making it faster while "
+    "keeping it correct (memory access patterns, fusion, vectorization, tiling, parallelism, avoiding "
+    "framework ops). Write recommendations only, no code."
 )
 
 
@@ -41,23 +41,25 @@ def functional_prompt(statement: str, last_solution: str | None, feedback: str, 
         previous = "Your previous reply held no solution module."
     else:
         previous = f"Your previous attempt:\n{_code(last_solution, limit)}"
-    return (f"{statement}\n\n{previous}\n\nThe judge rejected it:\n{feedback.strip()}\n\n"
-            "Functional pass: fix these problems. The next attempt must be correct; speed comes later. Answer "
-            "with the whole module in one ```python block.")
+    return (f"{statement}\n\n{previous}\n\nThe judge rejected it:\n{feedback.strip()}\n\nFunctional pass: "
+            "fix these problems. The next attempt must be correct; speed comes later. Answer with the whole "
+            "module in one ```python block.")
 
 
 def analyst_prompt(statement: str, best: dict[str, Any], feedback: str, limit: int) -> str:
-    speed = f"{best.get('speedup', 0.0):.3g}x" + (" (verified)" if best.get("verified") else " (not verified)")
-    return (f"The task:\n{statement}\n\nThe best correct solution so far, speedup {speed} over the reference:\n"
-            f"{_code(best.get('source'), limit)}\n\nThe judge's report on the latest attempt (timings, profile):\n"
-            f"{feedback.strip()}\n\nWrite the recommendations for the next attempt.")
+    speed = f"{best.get('speedup', 0.0):.3g}x" + (" (verified)" if best.get("verified")
+                                                  else " (not verified)")
+    return (f"The task:\n{statement}\n\nThe best correct solution so far, speedup {speed} over the "
+            f"reference:\n{_code(best.get('source'), limit)}\n\nThe judge's report on the latest attempt "
+            f"(timings, profile):\n{feedback.strip()}\n\nWrite the recommendations for the next attempt.")
 
 
 def optimization_prompt(statement: str, best: dict[str, Any], feedback: str, advice: str, limit: int) -> str:
     return (f"{statement}\n\nThe best correct solution so far ({best.get('speedup', 0.0):.3g}x):\n"
-            f"{_code(best.get('source'), limit)}\n\nThe judge's report on the latest attempt:\n{feedback.strip()}\n\n"
-            f"A performance analyst recommends:\n{advice.strip()}\n\nOptimization pass: write a faster version "
-            "that follows these recommendations and stays correct, as the whole module in one ```python block.")
+            f"{_code(best.get('source'), limit)}\n\nThe judge's report on the latest attempt:\n"
+            f"{feedback.strip()}\n\nA performance analyst recommends:\n{advice.strip()}\n\nOptimization "
+            "pass: write a faster version that follows these recommendations and stays correct, as the whole "
+            "module in one ```python block.")
 
 
 def run_episode(env, policy, task_id: str, config: KForgeConfig | None = None, *, sample: int = 0,
@@ -77,16 +79,20 @@ def run_episode(env, policy, task_id: str, config: KForgeConfig | None = None, *
             phase, messages = "functional", [{"role": "user", "content": statement}]
         elif best is None:
             phase = "functional"
-            messages = [{"role": "user", "content": functional_prompt(statement, last_solution, obs["feedback"],
+            messages = [{"role": "user",
+                         "content": functional_prompt(statement, last_solution, obs["feedback"],
                                                                       config.max_code_chars)}]
         else:
             phase = "optimization"
             asked = [{"role": "system", "content": config.analyst_system},
-                     {"role": "user", "content": analyst_prompt(statement, best, obs["feedback"], config.max_code_chars)}]
+                     {"role": "user",
+                      "content": analyst_prompt(statement, best, obs["feedback"], config.max_code_chars)}]
             advice = str(analyst.act({**obs, "messages": asked}, policy_info(info, attempt, role="analyst")))
-            messages = [{"role": "user", "content": optimization_prompt(statement, best, obs["feedback"], advice,
+            messages = [{"role": "user",
+                         "content": optimization_prompt(statement, best, obs["feedback"], advice,
                                                                         config.max_code_chars)}]
-        reply = policy.act({**obs, "messages": messages}, policy_info(info, attempt, role="generator", phase=phase))
+        reply = policy.act({**obs, "messages": messages},
+                           policy_info(info, attempt, role="generator", phase=phase))
         obs, info, over, turn = step(env, reply, attempt, started=started, phase=phase, notes=advice[:4000])
         record.turns.append(turn)
         last_solution = info.get("solution")

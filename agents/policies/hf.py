@@ -19,7 +19,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kernelgym.agents.policy import SYSTEM_PROMPT, BasePolicy, to_messages
+from kernelgym.agents.policy import (
+    SYSTEM_PROMPT,
+    BasePolicy,
+    PolicyInfo,
+    PolicyObservation,
+    Reply,
+    to_messages,
+)
+from kernelgym.errors import ConfigError, did_you_mean
 
 
 @dataclass
@@ -36,7 +44,8 @@ class SamplingConfig:
         known = {f.name for f in dataclasses.fields(self)}
         unknown = set(changes) - known
         if unknown:
-            raise ValueError(f"unknown sampling option(s) {sorted(unknown)}; known: {sorted(known)}")
+            hint = did_you_mean(min(unknown), known)
+            raise ConfigError(f"unknown sampling option(s) {sorted(unknown)}; known: {sorted(known)}.{hint}")
         return dataclasses.replace(self, **{k: v for k, v in changes.items() if v is not None})
 
     def generate_kwargs(self) -> dict[str, Any]:
@@ -60,7 +69,8 @@ class Generation:
 
 class HFPolicy(BasePolicy):
     def __init__(self, model: Any, tokenizer: Any = None, *, sampling: SamplingConfig | None = None,
-                 system_prompt: str | None = SYSTEM_PROMPT, gguf_file: str | None = None, dtype: str = "float32",
+                 system_prompt: str | None = SYSTEM_PROMPT, gguf_file: str | None = None,
+                 dtype: str = "float32",
                  device: str = "cpu", batch_size: int = 4, chat_template: str | None = None,
                  name: str | None = None, threads: int | None = None):
         import torch
@@ -91,7 +101,7 @@ class HFPolicy(BasePolicy):
         self.threads = threads or max(1, (os.cpu_count() or 1) // 2)
         self._lock = threading.Lock()
 
-    # generation ----------------------------------------------------------------------------------------------
+    # generation ---------------------------------------------------------------------------------------------
 
     @property
     def context_length(self) -> int:
@@ -148,7 +158,8 @@ class HFPolicy(BasePolicy):
                 chunk = prompts[start:start + self.batch_size]
                 width = max(len(p) for p in chunk)
                 input_ids = torch.tensor([[pad] * (width - len(p)) + p for p in chunk], device=self.device)
-                mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in chunk], device=self.device)
+                mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in chunk],
+                                    device=self.device)
                 out = self.model.generate(input_ids=input_ids, attention_mask=mask, pad_token_id=pad,
                                           eos_token_id=eos, **sampling.generate_kwargs())
                 for row, prompt in zip(out[:, width:].tolist(), chunk, strict=True):
@@ -159,14 +170,16 @@ class HFPolicy(BasePolicy):
                                               "stop" if stopped else "length"))
         return results
 
-    # the Policy protocol ---------------------------------------------------------------------------------------
+    # the Policy protocol ------------------------------------------------------------------------------------
 
-    def act(self, observation: dict[str, Any], info: dict[str, Any]) -> str:
+    def act(self, observation: PolicyObservation, info: PolicyInfo) -> str:
         return self.act_batch([observation], [info])[0]
 
-    def act_batch(self, observations: Sequence[dict[str, Any]], infos: Sequence[dict[str, Any]]) -> list[str]:
+    def act_batch(self, observations: Sequence[PolicyObservation], infos: Sequence[PolicyInfo]) -> list[str]:
         conversations = [to_messages(o, self.system_prompt) for o in observations]
-        return [g.text for g in self.generate(conversations)]
+        # Token counts travel with the reply into the bench record (report: tokens per reply).
+        return [Reply(g.text, prompt_tokens=g.prompt_tokens, completion_tokens=g.completion_tokens,
+                      finish_reason=g.finish_reason) for g in self.generate(conversations)]
 
     def close(self) -> None:
         self.model = None
@@ -203,6 +216,7 @@ def smollm2_path(cache: Path | None = None) -> Path:
     """A plain (safetensors) copy of SmolLM2-135M-Instruct, converted from the GGUF file on first use."""
     target = (cache or model_cache()) / SMOLLM2_NAME
     if (target / "config.json").is_file() and any(target.glob("*.safetensors")):
+        strip_quantization_config(target)  # copies made before this fix still carry it
         return target
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -214,6 +228,8 @@ def smollm2_path(cache: Path | None = None) -> Path:
     plain = AutoModelForCausalLM.from_config(loaded.config, dtype=torch.float32)
     plain.load_state_dict(loaded.state_dict())
     plain.generation_config = loaded.generation_config
+    if getattr(plain.config, "quantization_config", None) is not None:
+        del plain.config.quantization_config  # plain floats now (see strip_quantization_config)
     tmp = target.with_name(target.name + f".tmp{os.getpid()}")
     plain.save_pretrained(tmp)
     tokenizer.save_pretrained(tmp)
@@ -224,6 +240,24 @@ def smollm2_path(cache: Path | None = None) -> Path:
     else:
         tmp.rename(target)
     return target
+
+
+def strip_quantization_config(folder: Path) -> None:
+    """Drop the GGUF `quantization_config` from a dequantized copy's config.json (atomically).
+
+    transformers keeps it in the config of a model loaded from GGUF; a checkpoint saved from the dequantized
+    weights would then load as "quantized", and trainers (TRL's GRPOTrainer, SFTTrainer) refuse to train it.
+    """
+    import json
+
+    path = Path(folder) / "config.json"
+    data = json.loads(path.read_text())
+    if "quantization_config" not in data:
+        return
+    data.pop("quantization_config")
+    tmp = path.with_name(f"config.json.tmp{os.getpid()}")
+    tmp.write_text(json.dumps(data, indent=2))
+    os.replace(tmp, path)
 
 
 def smollm2_policy(sampling: SamplingConfig | None = None, **kwargs: Any) -> HFPolicy:

@@ -17,12 +17,20 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from kernelgym.agents.policy import SYSTEM_PROMPT, BasePolicy, to_messages
+from kernelgym.agents.policy import (
+    SYSTEM_PROMPT,
+    BasePolicy,
+    PolicyInfo,
+    PolicyObservation,
+    Reply,
+    to_messages,
+)
+from kernelgym.errors import KernelGymError
 
 RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 
 
-class EndpointError(RuntimeError):
+class EndpointError(KernelGymError, RuntimeError):
     """The endpoint failed after every retry (or with an error that retrying cannot fix)."""
 
 
@@ -86,7 +94,10 @@ class OpenAIPolicy(BasePolicy):
                     self.requests += 1
                 try:
                     response = self.client.chat.completions.create(**request)
-                    return response.choices[0].message.content or ""
+                    usage = getattr(response, "usage", None)
+                    tokens = getattr(usage, "completion_tokens", None) if usage is not None else None
+                    text = response.choices[0].message.content or ""
+                    return Reply(text, completion_tokens=tokens) if isinstance(tokens, int) else text
                 except Exception as exc:
                     if not self._retryable(exc):
                         raise EndpointError(f"{self.name}: {type(exc).__name__}: {exc}") from exc
@@ -97,10 +108,10 @@ class OpenAIPolicy(BasePolicy):
         raise EndpointError(f"{self.name}: gave up after {cfg.max_retries + 1} attempts: "
                             f"{type(last).__name__}: {last}") from last
 
-    def act(self, observation: dict[str, Any], info: dict[str, Any]) -> str:
+    def act(self, observation: PolicyObservation, info: PolicyInfo) -> str:
         return self.complete(to_messages(observation, self.system_prompt))
 
-    def act_batch(self, observations: Sequence[dict[str, Any]], infos: Sequence[dict[str, Any]]) -> list[str]:
+    def act_batch(self, observations: Sequence[PolicyObservation], infos: Sequence[PolicyInfo]) -> list[str]:
         if len(observations) <= 1:
             return [self.act(o, i) for o, i in zip(observations, infos, strict=True)]
         with ThreadPoolExecutor(max_workers=min(len(observations), max(1, self.config.concurrency))) as ex:

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from kernelgym.agents.policies.scripted import fence
-from kernelgym.agents.policy import BasePolicy, Reply
+from kernelgym.agents.policy import BasePolicy, PolicyInfo, PolicyObservation, Reply
+from kernelgym.errors import ConfigError, did_you_mean
 
 _LEVEL_DIR = re.compile(r"^level(\d+)$")
 
@@ -60,7 +61,8 @@ def bundled_files(backend: str, *, honest: bool = True, cheats: bool = False) ->
     if honest:
         files += [ReplayFile(e.task_id.split("/", 1)[1], e.path) for e in examples(backend)]
     if cheats:
-        files += [ReplayFile(e.task_id.split("/", 1)[1], e.path, e.cheat, True) for e in bundled_cheats(backend)]
+        files += [ReplayFile(e.task_id.split("/", 1)[1], e.path, e.cheat, True)
+                  for e in bundled_cheats(backend)]
     return files
 
 
@@ -85,7 +87,7 @@ class ReplayPolicy(BasePolicy):
             # Honest answers first (so a short episode still plays them), then labelled ones, by name.
             group.sort(key=lambda f: (f.label is not None, f.cheat, f.path.name))
         if not self.files:
-            raise ValueError(f"replay policy {name!r} has no solution files")
+            raise ConfigError(f"replay policy {name!r} has no solution files")
 
     @classmethod
     def from_folders(cls, folders: Sequence[str | Path], **kwargs: Any) -> ReplayPolicy:
@@ -105,7 +107,7 @@ class ReplayPolicy(BasePolicy):
         """Turns an episode needs to play every file of the task that has the most."""
         return max([len(self.files_for(t)) for t in task_ids] + [1])
 
-    def act(self, observation: dict[str, Any], info: dict[str, Any]) -> str:
+    def act(self, observation: PolicyObservation, info: PolicyInfo) -> str:
         if info.get("role") == "analyst":  # asked for advice (kforge): a replay has none
             return Reply("No recommendations: this is a replay policy.", replay=None)
         task_id = str(info.get("task_id") or "")
@@ -130,7 +132,8 @@ def parse_replay(spec: str) -> ReplayPolicy:
 
     parts = [p for p in spec.split("+") if p]
     if not parts:
-        raise ValueError("replay needs a backend name or a folder: replay:cpp, replay:cpp+cheats, replay:PATH")
+        raise ConfigError("replay needs a backend name or a folder: replay:cpp, replay:cpp+cheats, "
+                          "replay:PATH")
     names = set(backends.names())
     backend_parts = [p for p in parts if p in names and not Path(p).is_dir()]
     files: list[ReplayFile] = []
@@ -139,9 +142,12 @@ def parse_replay(spec: str) -> ReplayPolicy:
             files += bundled_files(part)
         elif part == "cheats":
             if not backend_parts:
-                raise ValueError("replay:...+cheats needs a backend too, e.g. replay:cpp+cheats")
+                raise ConfigError("replay:...+cheats needs a backend too, e.g. replay:cpp+cheats")
             for b in backend_parts:
                 files += bundled_files(b, honest=False, cheats=True)
-        else:
+        elif Path(part).expanduser().is_dir():
             files += scan_folder(part)
+        else:
+            raise ConfigError(f"replay: {part!r} is not a backend ({', '.join(sorted(names))}), 'cheats' or "
+                              f"a folder.{did_you_mean(part, [*names, 'cheats'])}")
     return ReplayPolicy(files, name="replay:" + spec)

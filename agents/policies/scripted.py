@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from kernelgym.agents.policy import BasePolicy
+from kernelgym.agents.policy import BasePolicy, PolicyInfo, PolicyObservation
 
 
 def fence(code: str) -> str:
@@ -35,7 +35,7 @@ class ScriptedPolicy(BasePolicy):
         self.calls: list[tuple[dict[str, Any], dict[str, Any]]] = []
         self._lock = threading.Lock()
 
-    def act(self, observation: dict[str, Any], info: dict[str, Any]) -> str:
+    def act(self, observation: PolicyObservation, info: PolicyInfo) -> str:
         with self._lock:
             self.calls.append((observation, info))
         if callable(self.replies):

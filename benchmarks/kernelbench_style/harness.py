@@ -1,6 +1,7 @@
 """A plain KernelBench-style evaluation, for comparison: one fresh process, the solution imported in the same
-process as the reference, 5 correctness trials (atol = rtol = 1e-2, as KernelBench), then 100 timed trials with CUDA events on the current stream
-(or a wall clock on the CPU). Prints one JSON line. Usage: python harness.py TASK_FILE SOLUTION_FILE DEVICE
+process as the reference, 5 correctness trials (atol = rtol = 1e-2, as KernelBench), then 100 timed trials
+with CUDA events on the current stream (or a wall clock on the CPU). Prints one JSON line.
+Usage: python harness.py TASK_FILE SOLUTION_FILE DEVICE
 """
 
 import importlib.util
@@ -9,7 +10,7 @@ import sys
 import time
 
 start = time.perf_counter()
-import torch  # noqa: E402
+import torch
 
 
 def load(path, name):
@@ -54,8 +55,8 @@ def main(task_path, solution_path, device):
                     model(*inputs)
                     samples.append((time.perf_counter() - t0) * 1e3)
             times[name] = sum(samples) / len(samples)
-    print(json.dumps({"correct": bool(correct), "speedup": times["ref"] / times["new"], "ref_ms": times["ref"],
-                      "new_ms": times["new"], "build_s": build_s,
+    print(json.dumps({"correct": bool(correct), "speedup": times["ref"] / times["new"],
+                      "ref_ms": times["ref"], "new_ms": times["new"], "build_s": build_s,
                       "wall_s": time.perf_counter() - start}))
 
 

@@ -15,7 +15,8 @@ torch::Tensor relu_forward(torch::Tensor x) {
 }
 """
 _CPP = "torch::Tensor relu_forward(torch::Tensor x);"
-_ext = load_inline(name="kg_bench_relu_cuda", cpp_sources=_CPP, cuda_sources=_CUDA, functions=["relu_forward"])
+_ext = load_inline(name="kg_bench_relu_cuda", cpp_sources=_CPP, cuda_sources=_CUDA,
+                   functions=["relu_forward"])
 
 
 class ModelNew(nn.Module):

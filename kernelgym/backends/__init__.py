@@ -21,7 +21,8 @@ class Backend:
     kernel_builders: tuple[str, ...]
     # Decorators that mark a kernel function (Triton's @triton.jit).
     kernel_decorators: tuple[str, ...] = ()
-    # Without a GPU: "run" (cpp), "interpret" (triton: TRITON_INTERPRET=1, correctness only), "compile" (cuda).
+    # Without a GPU: "run" (cpp), "interpret" (triton: TRITON_INTERPRET=1, correctness only), "compile"
+    # (cuda).
     without_gpu: str = "run"
     contract: str = ""
 

@@ -43,6 +43,12 @@ def evaluate(task, source, backend: str = "cpp", size: str | None = None, pool=N
         from kernelgym.tasks import resolve_task
 
         task = resolve_task(task)
+    from kernelgym.backends import get as get_backend
+
+    if (size or ("cpu" if get_backend(backend).device == "cpu" else None)) == "cpu":
+        from kernelgym.tasks.cpu_size import with_cpu_size
+
+        task = with_cpu_size(task)  # a task that ships only its GPU size (KernelBench) gets a derived one
     return (pool or default_pool()).evaluate(task, source, backend=backend, size=size, **options)
 
 

@@ -18,7 +18,7 @@ def fingerprint(device: str, threads: int) -> str:
         import triton
 
         triton_version = triton.__version__
-    except Exception:
+    except Exception:  # noqa: BLE001 - a broken Triton install is no Triton here
         triton_version = "none"
     name = platform.processor() or platform.machine()
     if device.startswith("cuda"):

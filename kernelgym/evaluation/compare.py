@@ -16,17 +16,20 @@ def tolerance(dtype: str, atol: float | None = None, rtol: float | None = None) 
 
 
 def compare_trial(
-    index: int, perturbed: bool, expected: list[torch.Tensor], actual: list[torch.Tensor | str], atol: float, rtol: float
+    index: int, perturbed: bool, expected: list[torch.Tensor], actual: list[torch.Tensor | str], atol: float,
+    rtol: float
 ) -> TrialResult:
     """`actual` holds tensors, or strings that say why an output is not a usable tensor."""
     if len(actual) != len(expected):
-        return TrialResult(index, perturbed, False, f"forward returned {len(actual)} outputs, expected {len(expected)}")
+        return TrialResult(index, perturbed, False,
+                           f"forward returned {len(actual)} outputs, expected {len(expected)}")
     for k, (want, got) in enumerate(zip(expected, actual)):
         label = f"output {k}" if len(expected) > 1 else "output"
         if isinstance(got, str):
             return TrialResult(index, perturbed, False, f"{label}: {got}")
         if tuple(got.shape) != tuple(want.shape):
-            return TrialResult(index, perturbed, False, f"{label}: shape {tuple(got.shape)}, expected {tuple(want.shape)}")
+            return TrialResult(index, perturbed, False,
+                               f"{label}: shape {tuple(got.shape)}, expected {tuple(want.shape)}")
         if got.dtype != want.dtype:
             return TrialResult(index, perturbed, False, f"{label}: dtype {got.dtype}, expected {want.dtype}")
         result = _compare_values(index, perturbed, label, want, got, atol, rtol)
@@ -35,11 +38,12 @@ def compare_trial(
     return TrialResult(index, perturbed, True)
 
 
-CHUNK = 1 << 24  # elements compared at a time: a shipped-size output (GBs) never needs a float64 copy of itself
+# elements compared at a time: a shipped-size output (GBs) never needs a float64 copy of itself
+CHUNK = 1 << 24
 
 
 def _compare_values(index, perturbed, label, want, got, atol, rtol) -> TrialResult:
-    """Element-wise |got - want| <= atol + rtol * |want| (exact for integers), in chunks, on the outputs' device."""
+    """|got - want| <= atol + rtol * |want| element-wise (exact for integers), in chunks, on the device."""
     want_flat, got_flat = want.reshape(-1), got.reshape(-1)
     bad_total, max_abs, max_rel, first = 0, 0.0, 0.0, None
     nonfinite = 0

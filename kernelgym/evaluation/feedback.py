@@ -6,6 +6,7 @@ from kernelgym.evaluation.result import EvalResult, Verdict
 
 _HEADLINES = {
     Verdict.OK: "Correct.",
+    Verdict.NO_CODE: "The reply held no solution module.",
     Verdict.COMPILE_ERROR: "The solution did not build.",
     Verdict.RUNTIME_ERROR: "The solution raised an error.",
     Verdict.INCORRECT: "The output is wrong.",
@@ -27,12 +28,13 @@ def render_feedback(result: EvalResult, max_chars: int = 4000) -> str:
     if corr is not None and corr.trials:
         failure = corr.first_failure
         if failure is None:
-            lines.append(f"Correctness: {len(corr.trials)}/{len(corr.trials)} trials within atol={corr.atol:g}, rtol={corr.rtol:g}.")
+            lines.append(f"Correctness: {len(corr.trials)}/{len(corr.trials)} trials within "
+                         f"atol={corr.atol:g}, rtol={corr.rtol:g}.")
         elif failure.first_mismatch is not None:
             lines.append(
-                f"First mismatch at index {tuple(failure.first_mismatch)}: expected {failure.expected_value:.6g}, "
-                f"got {failure.actual_value:.6g}; max abs diff {failure.max_abs_diff:.3g}; "
-                f"{100 * (failure.mismatch_fraction or 0):.1f}% of values off."
+                f"First mismatch at index {tuple(failure.first_mismatch)}: expected "
+                f"{failure.expected_value:.6g}, got {failure.actual_value:.6g}; max abs diff "
+                f"{failure.max_abs_diff:.3g}; {100 * (failure.mismatch_fraction or 0):.1f}% of values off."
             )
     timing = result.timing
     if timing is not None:
@@ -45,22 +47,26 @@ def render_feedback(result: EvalResult, max_chars: int = 4000) -> str:
             )
             if timing.floor_ms is not None and timing.roofline_fraction is not None:
                 lines.append(
-                    f"Roofline: {timing.bound}-bound ({timing.flops / 1e9:.3g} GFLOP, {timing.min_bytes / 1e6:.3g} MB at least); "
-                    f"floor {timing.floor_ms:.3g} ms on this machine's measured peaks; yours is at "
-                    f"{100 * timing.roofline_fraction:.1f}% of roofline"
-                    + (" (above 100%: the data stays in cache at this size)." if timing.roofline_fraction > 1 else "."))
+                    f"Roofline: {timing.bound}-bound ({timing.flops / 1e9:.3g} GFLOP, "
+                    f"{timing.min_bytes / 1e6:.3g} MB at least); floor {timing.floor_ms:.3g} ms on this "
+                    f"machine's measured peaks; yours is at {100 * timing.roofline_fraction:.1f}% of roofline"
+                    + (" (above 100%: the data stays in cache at this size)." if timing.roofline_fraction > 1
+                       else "."))
             if timing.speedup_vs_compile:
-                lines.append(f"Against torch.compile of the reference ({timing.compile_ms:.4g} ms"
-                             f"{', cached baseline' if timing.compile_baseline_cached else ''}): {timing.speedup_vs_compile:.3g}x.")
+                lines.append(f"Against torch.compile of the reference ({timing.compile_ms:.4g} "
+                             f"ms{', cached baseline' if timing.compile_baseline_cached else ''}): "
+                             f"{timing.speedup_vs_compile:.3g}x.")
         elif timing.reason:
             lines.append(timing.reason.capitalize() + ".")
     prof = result.profile
     if prof is not None and prof.coverage is not None:
         ops = ", ".join(f"{name} {ms:.3g} ms" for name, ms in prof.top_ops[:3])
-        lines.append(f"Profile: {prof.coverage:.0%} of your time in your own kernels" + (f"; top PyTorch ops: {ops}" if ops else "") + ".")
+        lines.append(f"Profile: {prof.coverage:.0%} of your time in your own kernels"
+                     + (f"; top PyTorch ops: {ops}" if ops else "") + ".")
     if prof is not None and prof.kernels:
         lines.append("Nsight Compute, your kernels by time:")
-        lines += [f"- {_kernel_line(k)}" for k in sorted(prof.kernels, key=lambda k: -(k.duration_us or 0))[:5]]
+        lines += [f"- {_kernel_line(k)}"
+                  for k in sorted(prof.kernels, key=lambda k: -(k.duration_us or 0))[:5]]
     elif prof is not None and prof.ncu_note and result.verdict is Verdict.OK:
         lines.append(prof.ncu_note + ".")
     if result.output_tail and result.verdict in (Verdict.RUNTIME_ERROR, Verdict.CRASH, Verdict.TIMEOUT):

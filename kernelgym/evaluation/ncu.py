@@ -30,13 +30,16 @@ METRICS: dict[str, tuple[str, ...]] = {
     "compute_throughput_pct": ("sm__throughput.avg.pct_of_peak_sustained_elapsed",),
     "achieved_occupancy_pct": ("sm__warps_active.avg.pct_of_peak_sustained_active",),
     "registers_per_thread": ("launch__registers_per_thread",),
-    "local_load_instructions": ("smsp__sass_inst_executed_op_local_ld.sum", "smsp__inst_executed_op_local_ld.sum"),
-    "local_store_instructions": ("smsp__sass_inst_executed_op_local_st.sum", "smsp__inst_executed_op_local_st.sum"),
+    "local_load_instructions": ("smsp__sass_inst_executed_op_local_ld.sum",
+                                "smsp__inst_executed_op_local_ld.sum"),
+    "local_store_instructions": ("smsp__sass_inst_executed_op_local_st.sum",
+                                 "smsp__inst_executed_op_local_st.sum"),
 }
 MAX_KERNELS = 64  # launches profiled from the one forward call
 CORE = ("duration_us", "memory_throughput_pct", "compute_throughput_pct", "achieved_occupancy_pct",
         "registers_per_thread")  # the fallback when ncu rejects a metric name
-_TO_US = {"ns": 1e-3, "nsecond": 1e-3, "us": 1.0, "usecond": 1.0, "ms": 1e3, "msecond": 1e3, "s": 1e6, "second": 1e6}
+_TO_US = {"ns": 1e-3, "nsecond": 1e-3, "us": 1.0, "usecond": 1.0, "ms": 1e3, "msecond": 1e3, "s": 1e6,
+          "second": 1e6}
 
 
 def ncu_path() -> str | None:
@@ -50,7 +53,8 @@ def available_metrics() -> frozenset[str]:
     if path is None:
         return frozenset()
     try:
-        out = subprocess.run([path, "--query-metrics", "--csv"], capture_output=True, text=True, timeout=60)
+        out = subprocess.run([path, "--query-metrics", "--csv"], capture_output=True, text=True, timeout=60,
+                             check=False)
     except (OSError, subprocess.TimeoutExpired):
         return frozenset()
     names = set()
@@ -62,7 +66,7 @@ def available_metrics() -> frozenset[str]:
 
 def chosen_metrics(available: frozenset[str]) -> dict[str, str]:
     """Field -> the first of its metrics that the host supports (all of them when the query gave nothing).
-    Launch attributes (`launch__*`) are not hardware counters and not in ncu's metric list: always asked for."""
+    Launch attributes (`launch__*`), not hardware counters nor in ncu's metric list, are always asked for."""
     chosen = {}
     for name, options in METRICS.items():
         for metric in options:
@@ -123,7 +127,8 @@ def collect(job_dir: str, job: dict, sandbox, timeout_s: float) -> tuple[list[Ke
     return kernels, note
 
 
-def _profile(ncu: str, metrics: dict[str, str], job_dir: str, timeout_s: float) -> tuple[list[KernelMetrics], str]:
+def _profile(ncu: str, metrics: dict[str, str], job_dir: str,
+             timeout_s: float) -> tuple[list[KernelMetrics], str]:
     started = time.monotonic()
     proc = subprocess.Popen(command(ncu, metrics, job_dir), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True)
@@ -136,7 +141,8 @@ def _profile(ncu: str, metrics: dict[str, str], job_dir: str, timeout_s: float) 
     kernels = parse(stdout, metrics)
     if not kernels:
         errors = [ln for ln in (stdout + stderr).splitlines() if "ERROR" in ln or "WARNING" in ln]
-        return [], f"ncu: no kernel was profiled (exit {proc.returncode}){': ' + errors[0][:200] if errors else ''}"
+        detail = ": " + errors[0][:200] if errors else ""
+        return [], f"ncu: no kernel was profiled (exit {proc.returncode}){detail}"
     return kernels, f"ncu: {len(kernels)} kernel launch(es) profiled in {spent:.1f} s"
 
 

@@ -17,12 +17,14 @@ class EvalOptions:
     perturbed_trials: int = 1  # of those, trials with scaled/shifted float inputs (where the task allows)
     timing: bool = True
     timing_trials: int = 100  # timed batches per side, at most
-    timing_budget_s: float = 4.0  # per side; stops early once spent (after at least min(5, timing_trials) batches)
+    # per side; stops early once spent (after at least min(5, timing_trials) batches)
+    timing_budget_s: float = 4.0
     timing_batch_ms: float = 25.0  # a timed batch holds enough fresh-input calls to last about this long
     max_calls_per_batch: int = 64
     warmup: int = 1  # untimed batches per side before timing
-    subtract_sync_cost: bool = True  # baselines on a GPU: less the calibrated cost of the in-region synchronize
-    max_cpu_time_ratio: float = 1.5  # CPU: the candidate tree's CPU time over wall time, per allowed thread
+    # baselines on a GPU: less the calibrated cost of the in-region synchronize
+    subtract_sync_cost: bool = True
+    max_cpu_time_ratio: float = 1.25  # CPU: the candidate tree's CPU time over wall time, per allowed thread
     profile: bool = True  # coverage and torch-compute check (CPU: cheap; GPU: torch.profiler)
     ncu: bool = False  # GPU: Nsight Compute counters per kernel after an ok verdict (costs seconds; opt-in)
     ncu_timeout_s: float = 60.0
@@ -31,10 +33,12 @@ class EvalOptions:
     reproduce_tolerance: float = 0.10
     max_torch_share: float = 0.3  # ATen compute above this share of the candidate's time is a passthrough
     max_untracked_share: float = 0.5  # CPU: time in neither its kernels nor ATen (another library's code)
-    min_untracked_ms: float = 0.1  # ... per call, counted only above this much, so Python's overhead is no hack
+    # ... per call, counted only above this much, so Python's overhead is no hack
+    min_untracked_ms: float = 0.1
     threads: int = 1  # CPU threads for torch and OpenMP during timing
     compile_baseline: bool = False  # also report the speedup over torch.compile of the reference (cached)
-    baseline_only: bool = False  # time the reference (eager, and compiled with compile_baseline); no candidate
+    # time the reference (eager, and compiled with compile_baseline); no candidate
+    baseline_only: bool = False
     refresh_baseline: bool = False  # with baseline_only: measure again even when a cached baseline exists
     seed: int | None = None  # fixes the hidden seeds (for debugging only: normal runs draw fresh ones)
 

@@ -19,13 +19,19 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
-import kernelgym.kernels as kernels
-from kernelgym import backends
+from kernelgym import backends, kernels
 from kernelgym.evaluation import rules
 from kernelgym.evaluation.compare import tolerance
 from kernelgym.evaluation.options import EvalOptions
 from kernelgym.evaluation.result import (
-    BuildResult, CorrectnessResult, EvalResult, LoadResult, ProfileResult, TimingResult, TrialResult, Verdict,
+    BuildResult,
+    CorrectnessResult,
+    EvalResult,
+    LoadResult,
+    ProfileResult,
+    TimingResult,
+    TrialResult,
+    Verdict,
 )
 from kernelgym.evaluation.rules import Reason, reason
 from kernelgym.evaluation.static import static_check
@@ -137,7 +143,8 @@ class Pipeline:
         options = job.options
         peaks = self.peaks.get(self.fingerprint(device, options.threads))
         return ChildJob(
-            task_source=job.task_source, solution_source=job.solution_source, backend=job.backend, device=device,
+            task_source=job.task_source, solution_source=job.solution_source, backend=job.backend,
+            device=device,
             mode=mode, dtype=job.dtype, init_seed=seed_source.randrange(2**31), perturb=job.perturb,
             threads=options.threads, cached_peaks=asdict(peaks) if peaks else None,
             timing_config=TimingConfig(trials=options.timing_trials, budget_s=options.timing_budget_s,
@@ -160,7 +167,8 @@ class Pipeline:
         if not cached or options.refresh_baseline:
             child_job.compile_baseline = options.compile_baseline
             kind, meta = self._time_reference_alone(child_job, eval_dir, device,
-                                                    options.timeout_s + (300 if options.compile_baseline else 0))
+                                                    options.timeout_s
+                                                    + (300 if options.compile_baseline else 0))
             if kind == "timeout":
                 raise _end(rules.TIMEOUT, "timing the reference alone ran past its limit")
             if kind != "baseline":
@@ -170,7 +178,8 @@ class Pipeline:
             if meta.get("compile_ms"):
                 compile_ms = stats(meta["compile_ms"]).median_ms
                 self.baselines.put(key, compile_ms)
-        result.reasons.append(reason(rules.BASELINE_ONLY, "the reference was timed, no candidate was evaluated"))
+        result.reasons.append(reason(rules.BASELINE_ONLY,
+                                     "the reference was timed, no candidate was evaluated"))
         result.timing = TimingResult(available=True, device=device, baseline="eager", compile_ms=compile_ms,
                                      compile_baseline_cached=cached and not options.refresh_baseline)
         result.timing.reference = stats([eager_ms])
@@ -223,6 +232,7 @@ class _Evaluation:
         self.batches = 0
         self.build_s, self.cached = 0.0, True
         self.stage = "load"  # the stage under way, named in timeouts and crashes
+        self.cores = _cores(self.options.threads)  # the reference's and the candidate's, pinned
 
     def run(self) -> None:
         try:
@@ -256,12 +266,13 @@ class _Evaluation:
         folder = os.path.join(self.eval_dir, name)
         os.mkdir(folder)
         return EvalProcess(target, self.child_job, folder, self.pipeline.sandbox, self.device == "cuda",
-                           cores=_cores(self.options.threads))
+                           cores=self.cores)
 
     def start_reference(self) -> None:
         started = time.monotonic()
         self.reference = self._spawn(run_reference, "reference")
-        measuring_peaks = self.child_job.roofline and self.mode == "run" and self.child_job.cached_peaks is None
+        job = self.child_job
+        measuring_peaks = job.roofline and self.mode == "run" and job.cached_peaks is None
         if not measuring_peaks:  # the candidate's start-up (CUDA context, imports) overlaps the reference's
             self.candidate = self._spawn(run_candidate, "candidate")
         deadline = time.monotonic() + self.options.timeout_s + 60
@@ -280,10 +291,11 @@ class _Evaluation:
         if msg.peaks and not self.child_job.cached_peaks:
             from kernelgym.evaluation.roofline import Peaks
 
-            self.pipeline.peaks.put(self.pipeline.fingerprint(self.device, self.options.threads), Peaks(**msg.peaks))
+            self.pipeline.peaks.put(self.pipeline.fingerprint(self.device, self.options.threads),
+                                    Peaks(**msg.peaks))
         self.result.stage_s["reference"] = round(time.monotonic() - started, 3)
 
-    # the candidate's messages --------------------------------------------------------------------------------
+    # the candidate's messages -------------------------------------------------------------------------------
     def receive(self, expected: type[m.Message], stage: str, limit_s: float) -> m.Message:
         """The candidate's next message of the expected type; build requests are served on the way."""
         deadline = time.monotonic() + limit_s
@@ -293,7 +305,8 @@ class _Evaluation:
             except TimeoutError:
                 raise _end(rules.TIMEOUT, f"the {stage} stage ran past its limit") from None
             except Died:
-                raise _end(rules.CRASH, f"the candidate's process {self.candidate.death()} during {stage}") from None
+                raise _end(rules.CRASH,
+                           f"the candidate's process {self.candidate.death()} during {stage}") from None
             for fd in fds:
                 os.close(fd)
             if isinstance(msg, m.Build):
@@ -317,7 +330,8 @@ class _Evaluation:
     def failed(self, msg: m.Failed) -> None:
         stage = msg.stage
         if msg.error_kind == "compile" or (stage == "load" and "BuildError" in msg.message):
-            self.result.build = BuildResult(False, round(self.build_s, 3), False, log=trim_log(msg.log or msg.message))
+            self.result.build = BuildResult(False, round(self.build_s, 3), False,
+                                            log=trim_log(msg.log or msg.message))
             first = msg.message.splitlines()[0][:300] if msg.message else "build failed"
             raise _end(rules.COMPILE_ERROR, first)
         if msg.error_kind == "cuda":
@@ -343,7 +357,8 @@ class _Evaluation:
             raise _end(rules.CRASH, "the candidate's process did not start") from None
         self.result.static.warnings.extend(hello.notes)
         self.receive(m.Loaded, "load", self.options.build_timeout_s)
-        self.result.build = BuildResult(True, round(self.build_s, 3), self.cached, runnable=self.mode != "compile")
+        self.result.build = BuildResult(True, round(self.build_s, 3), self.cached,
+                                        runnable=self.mode != "compile")
         self.result.load = LoadResult(True, round(time.monotonic() - started - self.build_s, 3))
         self.result.stage_s["load"] = round(time.monotonic() - started, 3)
         if self.mode == "compile":
@@ -351,7 +366,7 @@ class _Evaluation:
         self.candidate.send(m.Construct(self.ready.init_args, self.child_job.init_seed))
         self.receive(m.Constructed, "init", self.options.timeout_s)
 
-    # batches --------------------------------------------------------------------------------------------------
+    # batches ------------------------------------------------------------------------------------------------
     def batch(self, seeds: list[int], perturbed: list[bool], candidate_first: bool = False,
               profile: bool = False) -> _Batch:
         """One batch of fresh input sets through both sides, timed by this process, every output checked."""
@@ -402,7 +417,8 @@ class _Evaluation:
             raise _end(rules.JUDGE_FAILED, "the reference process did not finish a batch") from None
         elapsed = (time.perf_counter_ns() - start) / 1e6
         if not isinstance(msg, m.BatchDone):
-            raise _end(rules.JUDGE_FAILED, f"the reference failed on a batch: {getattr(msg, 'message', msg.kind)[:300]}")
+            raise _end(rules.JUDGE_FAILED,
+                       f"the reference failed on a batch: {getattr(msg, 'message', msg.kind)[:300]}")
         return elapsed
 
     def _run_candidate(self, record: _Batch, inputs: m.Inputs, fd: int | None, profile: bool) -> m.BatchDone:
@@ -417,6 +433,10 @@ class _Evaluation:
             # Frozen at 'done': a thread still writing now leaves its outputs unfinished for the read below.
             self.candidate.freeze()
             record.candidate_cpu_s = self.candidate.cpu_seconds() - cpu_before
+            outside = self.candidate.cpus_seen() - self.cores
+            if outside:  # the kernel's own record: a thread was allowed on, or ran on, another core
+                raise _end(rules.EXTRA_CORES, f"the candidate's threads reached cores {sorted(outside)}, "
+                                              f"beyond the {len(self.cores)} the reference gets")
         record.own_kernel_calls, record.profile = int(done.own_kernel_calls), dict(done.profile or {})
         if done.precision_lowered and self.job.dtype == "float32":
             raise _end(rules.PRECISION_DOWNGRADE, "TF32 or reduced-precision matmul was switched on")
@@ -432,7 +452,8 @@ class _Evaluation:
             self.candidate.thaw()
         # The last call first: work still in flight at 'done' is most likely to be caught there.
         for call in reversed(range(record.calls)):
-            metas, blobs = reads[call] if reads is not None else (done.outputs[call], [b""] * len(done.outputs[call]))
+            metas, blobs = reads[call] if reads is not None else (done.outputs[call],
+                                                                  [b""] * len(done.outputs[call]))
             self.reference.send(m.Compare(record.number, call, metas, self.atol, self.rtol), blobs)
             try:
                 answer, _, _ = self.reference.receive(time.monotonic() + self.options.timeout_s + 60)
@@ -480,7 +501,7 @@ class _Evaluation:
     def seeds(self, n: int) -> list[int]:
         return [self.rng.randrange(2**31) for _ in range(n)]
 
-    # correctness -----------------------------------------------------------------------------------------------
+    # correctness --------------------------------------------------------------------------------------------
     def correctness(self) -> None:
         self.stage = "correctness"
         started = time.monotonic()
@@ -515,15 +536,15 @@ class _Evaluation:
         need = per_batch * (3 * ready.input_bytes + 2 * ready.output_bytes)
         free = ready.device_memory_bytes
         if free and need > free:
-            raise _end(rules.TOO_LARGE, f"one call needs about {need / 2**30:.1f} GiB with the judge's copies; "
-                                        f"the device has {free / 2**30:.1f} GiB")
+            raise _end(rules.TOO_LARGE, f"one call needs about {need / 2**30:.1f} GiB with the judge's "
+                                        f"copies; the device has {free / 2**30:.1f} GiB")
 
     def _require_own_kernels(self, record: _Batch) -> None:
         if self.device == "cpu" and record.own_kernel_calls < record.calls:
-            raise _end(rules.KERNEL_NOT_CALLED, f"forward ran the solution's kernels {record.own_kernel_calls} "
-                                                f"time(s) in {record.calls} calls")
+            raise _end(rules.KERNEL_NOT_CALLED, "forward ran the solution's kernels "
+                                                f"{record.own_kernel_calls} time(s) in {record.calls} calls")
 
-    # timing ------------------------------------------------------------------------------------------------------
+    # timing -------------------------------------------------------------------------------------------------
     def timing(self) -> None:
         self.stage = "timing"
         started = time.monotonic()
@@ -541,7 +562,7 @@ class _Evaluation:
         if speedup > options.implausible_speedup:
             with _timed_outputs_checked():
                 ref2, cand2, cpu2, wall2 = self._rounds(calls, round_trip)
-            speedup2, low2, high2 = speedup_interval(ref2, cand2)
+            speedup2, _, _ = speedup_interval(ref2, cand2)
             remeasured, reproduced = True, abs(speedup2 - speedup) / speedup <= options.reproduce_tolerance
             ref_ms, cand_ms, cpu_s, wall_s = ref_ms + ref2, cand_ms + cand2, cpu_s + cpu2, wall_s + wall2
             speedup, low, high = speedup_interval(ref_ms, cand_ms)
@@ -549,16 +570,19 @@ class _Evaluation:
             available=True, device=_device_label(self.device, options.threads), candidate=stats(cand_ms),
             reference=stats(ref_ms), speedup=round(speedup, 4), speedup_ci_low=round(low, 4),
             speedup_ci_high=round(high, 4), remeasured=remeasured, round_trip_ms=round(round_trip, 4),
-            calls_per_batch=calls, batches=len(cand_ms), readback_lag_ms=getattr(self, "readback_lag_ms", None),
+            calls_per_batch=calls, batches=len(cand_ms),
+            readback_lag_ms=getattr(self, "readback_lag_ms", None),
         )
         timing.verified = low > options.threshold and reproduced
         self._roofline(timing)
         self.result.timing = timing
         self.result.stage_s["timing"] = round(time.monotonic() - started, 3)
         if not reproduced:  # noise, not evidence: the speedup is simply not verified
-            self.result.reasons.append(reason(rules.NOT_REPRODUCED, f"an implausible speedup did not reproduce "
-                                                                    f"within {options.reproduce_tolerance:.0%}; "
-                                                                    "both measurements are pooled, unverified"))
+            self.result.reasons.append(reason(rules.NOT_REPRODUCED, "an implausible speedup did not "
+                                                                    "reproduce within "
+                                                                    f"{options.reproduce_tolerance:.0%}; "
+                                                                    "both measurements are pooled, "
+                                                                    "unverified"))
         self._check_cores(timing, cpu_s, wall_s)
 
     def _rounds(self, calls: int, round_trip: float) -> tuple[list[float], list[float], float, float]:
@@ -614,8 +638,9 @@ class _Evaluation:
         allowed = self.options.threads * self.options.max_cpu_time_ratio
         # The kernel accounts CPU time in ticks: judge only once the batches add up to enough of them.
         if wall_s > 0.25 and ratio > allowed:
-            raise _end(rules.EXTRA_CORES, f"the candidate's processes used {ratio:.2f} cores' worth of CPU time "
-                                          f"during its timed calls; the reference gets {self.options.threads}")
+            raise _end(rules.EXTRA_CORES, f"the candidate's processes used {ratio:.2f} cores' worth of CPU "
+                                          "time during its timed calls; the reference gets "
+                                          f"{self.options.threads}")
 
     def _roofline(self, timing: TimingResult) -> None:
         from kernelgym.evaluation.roofline import Peaks, TaskCost, floor_ms
@@ -626,15 +651,16 @@ class _Evaluation:
         cost = TaskCost(float(ready.flops), float(ready.min_bytes))
         peaks = {k: v for k, v in ready.peaks.items() if k in Peaks.__dataclass_fields__}
         floor, bound = floor_ms(cost, Peaks(**peaks))
-        timing.flops, timing.min_bytes, timing.floor_ms, timing.bound = cost.flops, cost.min_bytes, round(floor, 6), bound
+        timing.flops, timing.min_bytes = cost.flops, cost.min_bytes
+        timing.floor_ms, timing.bound = round(floor, 6), bound
         if timing.candidate and timing.candidate.median_ms > 0:
             timing.roofline_fraction = round(floor / timing.candidate.median_ms, 4)
 
-    # profile -----------------------------------------------------------------------------------------------------
+    # profile ------------------------------------------------------------------------------------------------
     def profile(self) -> None:
         self.stage = "profile"
         started = time.monotonic()
-        calls = self.result.timing.calls_per_batch if self.result.timing and self.result.timing.calls_per_batch else 1
+        calls = (self.result.timing.calls_per_batch if self.result.timing else None) or 1
         with _timed_outputs_checked():
             record = self.batch(self.seeds(calls), [False] * calls, profile=True)
         data = record.profile
@@ -646,21 +672,25 @@ class _Evaluation:
         self.result.profile = profile
         self.result.stage_s["profile"] = round(time.monotonic() - started, 3)
         if profile.own_kernel_calls == 0:
-            raise _end(rules.KERNEL_NOT_CALLED, f"the profiled calls ran none of the solution's {self.job.backend} kernels")
+            raise _end(rules.KERNEL_NOT_CALLED,
+                       f"the profiled calls ran none of the solution's {self.job.backend} kernels")
         heavy = [str(op) for op in data.get("heavy_ops_called", [])]
         if heavy:
-            raise _end(rules.TORCH_COMPUTE, f"forward left the heavy work to PyTorch ({', '.join(heavy[:3])})")
+            raise _end(rules.TORCH_COMPUTE,
+                       f"forward left the heavy work to PyTorch ({', '.join(heavy[:3])})")
         untracked = float(data.get("untracked_ms", 0.0)) / calls
-        if untracked > self.options.min_untracked_ms and float(data.get("untracked_share", 0.0)) > self.options.max_untracked_share:
-            raise _end(rules.UNTRACKED_COMPUTE, f"{untracked:.3g} ms of each call ran in neither the solution's "
-                                                "own kernels nor PyTorch (another library, or hidden work)")
+        untracked_share = float(data.get("untracked_share", 0.0))
+        if untracked > self.options.min_untracked_ms and untracked_share > self.options.max_untracked_share:
+            raise _end(rules.UNTRACKED_COMPUTE, f"{untracked:.3g} ms of each call ran in neither the "
+                                                "solution's own kernels nor PyTorch (another library, or "
+                                                "hidden work)")
         share = float(data.get("torch_compute_share", 0.0))
         if share > self.options.max_torch_share:
             ops = ", ".join(profile.heavy_torch_ops[:3]) or "PyTorch ops"
-            raise _end(rules.TORCH_COMPUTE, f"{share:.0%} of the candidate's time is PyTorch compute ({ops}), "
-                                            "not its own kernels")
+            raise _end(rules.TORCH_COMPUTE, f"{share:.0%} of the candidate's time is PyTorch compute "
+                                            f"({ops}), not its own kernels")
 
-    # ncu ---------------------------------------------------------------------------------------------------------
+    # ncu ----------------------------------------------------------------------------------------------------
     def ncu(self) -> None:
         """Hardware counters per kernel, after the verdict (they inform; they never change it)."""
         from kernelgym.evaluation import ncu
@@ -670,21 +700,21 @@ class _Evaluation:
         if result.profile is None:
             result.profile = ProfileResult()
         if self.device != "cuda":
-            result.profile.ncu_note = "ncu: Nsight Compute profiles GPU kernels; this evaluation ran on the CPU"
+            result.profile.ncu_note = "ncu: Nsight Compute profiles GPU kernels; this ran on the CPU"
             return
         started = time.monotonic()
         job_dir = os.path.join(self.eval_dir, "ncu")
         os.mkdir(job_dir)
         spec = {"task_source": self.job.task_source, "solution_source": self.job.solution_source,
-                "dtype": self.job.dtype, "init_seed": self.child_job.init_seed, "input_seed": self.seeds(1)[0],
-                "perturb": self.job.perturb}
+                "dtype": self.job.dtype, "init_seed": self.child_job.init_seed,
+                "input_seed": self.seeds(1)[0], "perturb": self.job.perturb}
         with device_lock(self.device):
             found, note = ncu.collect(job_dir, spec, self.pipeline.sandbox, self.options.ncu_timeout_s)
         result.profile.kernels, result.profile.ncu_note = found, note
         result.stage_s["ncu"] = round(time.monotonic() - started, 3)
 
 
-import contextlib  # noqa: E402
+import contextlib
 
 
 @contextlib.contextmanager
@@ -704,7 +734,7 @@ class _Mismatch(Exception):
 
 
 def _cores(threads: int) -> set[int]:
-    """The cores a reference and its candidate share: as many as the evaluation's threads, chosen by worker."""
+    """The cores a reference and its candidate share: as many as the evaluation's threads, per worker."""
     available = sorted(os.sched_getaffinity(0))
     start = (os.getpid() * threads) % len(available)
     return {available[(start + i) % len(available)] for i in range(min(threads, len(available)))}

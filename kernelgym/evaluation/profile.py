@@ -12,7 +12,7 @@ import time
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-import kernelgym.kernels as kernels
+from kernelgym import kernels
 
 _clock_ns = time.process_time_ns  # CPU time: preemption on a loaded machine is nobody's compute
 
@@ -30,23 +30,26 @@ GLUE_OPS = {
     "aten::set_", "aten::resize_", "aten::record_stream", "aten::cat", "aten::stack", "aten::pad",
     "aten::constant_pad_nd", "aten::arange", "aten::empty_permuted", "aten::split_with_sizes",
 }
-HEAVY_OPS = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul", "aten::linear", "aten::mv",
+HEAVY_OPS = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul", "aten::linear",
+             "aten::mv",
              "aten::dot", "aten::addmv", "aten::einsum", "aten::convolution", "aten::_convolution",
-             "aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::conv_transpose1d", "aten::conv_transpose2d",
+             "aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::conv_transpose1d",
+             "aten::conv_transpose2d",
              "aten::conv_transpose3d", "aten::mkldnn_convolution", "aten::scaled_dot_product_attention",
              "aten::_scaled_dot_product_flash_attention_for_cpu", "aten::lstm", "aten::gru", "aten::rnn_tanh",
              "aten::_native_multi_head_attention", "aten::addbmm", "aten::tensordot"}
 """ATen ops that are the heavy work of a task: a solution may never leave them to PyTorch, at any share."""
 
 # PyTorch's library kernels for the heavy work (cuBLAS GEMMs, cuDNN convolutions, flash attention).
-_HEAVY_KERNEL_MARKS = ("gemm", "cublas", "cudnn", "conv", "xmma", "cutlass", "flash", "wgrad", "dgrad", "fprop")
+_HEAVY_KERNEL_MARKS = ("gemm", "cublas", "cudnn", "conv", "xmma", "cutlass", "flash", "wgrad", "dgrad",
+                       "fprop")
 
 _BOUNDS = r"(?:__launch_bounds__\s*\([^)]*\)\s*)?"
 _GLOBAL_KERNEL = re.compile(r"__global__\s+" + _BOUNDS + r"(?:static\s+)?void\s+" + _BOUNDS + r"(\w+)")
 
 
 def own_kernel_names(module, source: str) -> set[str]:
-    """Names of the GPU kernels the solution defines: its @triton.jit functions and CUDA __global__ functions."""
+    """Names of the GPU kernels the solution defines: its @triton.jit functions and CUDA __global__s."""
     names = set(_GLOBAL_KERNEL.findall(source))
     for value in vars(module).values():
         fn = getattr(value, "fn", None)
@@ -151,8 +154,7 @@ def _gpu_profile(batch, launches, own: set[str]) -> tuple[list, dict]:
 
 
 # Kernels that allocate-and-fill, copy or move memory: glue around a solution's kernels, not compute.
-_GLUE_KERNEL_MARKS = ("fill", "memset", "memcpy", "copy", "catarray", "zero", "unrolled_elementwise_kernel<at::"
-                      "native::fill")
+_GLUE_KERNEL_MARKS = ("fill", "memset", "memcpy", "copy", "catarray", "zero")
 
 
 def _is_glue(kernel: str) -> bool:
@@ -182,7 +184,9 @@ def _gpu_summary(events, own_calls: int, own: set[str]) -> dict:
         "own_kernel_ms": own_ms, "torch_compute_ms": torch_ms,
         "torch_compute_share": torch_share,
         "top_ops": sorted(kernels_ms, key=lambda kv: -kv[1])[:5],
-        "heavy_torch_ops": [k for k, ms in sorted(torch_kernels, key=lambda kv: -kv[1]) if ms / total > 0.05][:5],
-        "heavy_ops_called": sorted({k for k, _ in torch_kernels if any(m in k.lower() for m in _HEAVY_KERNEL_MARKS)}),
+        "heavy_torch_ops": [k for k, ms in sorted(torch_kernels, key=lambda kv: -kv[1])
+                            if ms / total > 0.05][:5],
+        "heavy_ops_called": sorted({k for k, _ in torch_kernels
+                                    if any(m in k.lower() for m in _HEAVY_KERNEL_MARKS)}),
         "total_ms": total,
     }

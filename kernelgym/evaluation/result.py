@@ -15,6 +15,7 @@ from typing import Any
 
 class Verdict(str, Enum):
     OK = "ok"
+    NO_CODE = "no_code"  # the reply held no solution module: nothing was judged
     COMPILE_ERROR = "compile_error"
     RUNTIME_ERROR = "runtime_error"
     INCORRECT = "incorrect"
@@ -98,10 +99,12 @@ class TimingResult:
     speedup_ci_high: float | None = None
     verified: bool = False  # correct, and the low end of the interval is above the threshold
     remeasured: bool = False
-    round_trip_ms: float | None = None  # the fixed cost of one empty batch, taken off every batch (both sides)
+    # the fixed cost of one empty batch, taken off every batch (both sides)
+    round_trip_ms: float | None = None
     calls_per_batch: int | None = None  # fresh-input calls timed together by the trusted clock
     batches: int | None = None  # timed batches per side
-    readback_lag_ms: float | None = None  # GPU: 'done' to the trusted copy of the last output (bounds hidden work)
+    # GPU: 'done' to the trusted copy of the last output (bounds hidden work)
+    readback_lag_ms: float | None = None
     cpu_time_ratio: float | None = None  # CPU: the candidate tree's CPU time over its batches' wall time
     baseline: str = "eager"
     compile_ms: float | None = None  # torch.compile of the reference, when asked for
@@ -144,7 +147,8 @@ class EvalResult:
     backend: str
     size: str
     verdict: Verdict
-    reasons: list[str] = field(default_factory=list)  # kernelgym.evaluation.rules.Reason: read .rule, not the text
+    # kernelgym.evaluation.rules.Reason: read .rule, not the text
+    reasons: list[str] = field(default_factory=list)
     static: StaticResult | None = None
     build: BuildResult | None = None
     load: LoadResult | None = None
@@ -202,8 +206,9 @@ class EvalResult:
         timing = data.get("timing")
         profile = data.get("profile")
         return cls(
-            task_id=data["task_id"], backend=data["backend"], size=data["size"], verdict=Verdict(data["verdict"]),
-            reasons=[_reason(r) for r in data.get("reasons", [])], static=build(StaticResult, data.get("static")),
+            task_id=data["task_id"], backend=data["backend"], size=data["size"],
+            verdict=Verdict(data["verdict"]), reasons=[_reason(r) for r in data.get("reasons", [])],
+            static=build(StaticResult, data.get("static")),
             build=build(BuildResult, data.get("build")), load=build(LoadResult, data.get("load")),
             correctness=None if corr is None else CorrectnessResult(
                 passed=corr["passed"], atol=corr["atol"], rtol=corr["rtol"],

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass
+
 import torch
 
 from kernelgym.evaluation.baselines import JsonCache
@@ -32,14 +33,15 @@ def task_cost(model: torch.nn.Module, inputs: list, outputs: list) -> TaskCost:
 
     with torch.no_grad(), FlopCounterMode(display=False) as counter:
         model(*inputs)
-    tensors = [x for x in inputs if isinstance(x, torch.Tensor)] + list(model.parameters()) + list(model.buffers())
+    tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
+    tensors += list(model.parameters()) + list(model.buffers())
     moved = sum(t.numel() * t.element_size() for t in tensors)
     moved += sum(o.numel() * o.element_size() for o in outputs if isinstance(o, torch.Tensor))
     return TaskCost(flops=float(counter.get_total_flops()), min_bytes=float(moved))
 
 
 def measure_peaks(device: str) -> Peaks:
-    """About a second of work: a 256 MB copy (64 MB on the CPU) and an fp32 matmul (4096, or 1024 on the CPU)."""
+    """About a second of work: a 256 MB copy (64 MB on CPU) and an fp32 matmul (4096; 1024 on CPU)."""
     gpu = device.startswith("cuda")
     sync = torch.cuda.synchronize if gpu else (lambda: None)
     n_bytes = (256 if gpu else 64) << 20

@@ -33,33 +33,42 @@ C, H, R, I, T, X, INF = (Verdict.COMPILE_ERROR, Verdict.HACK, Verdict.RUNTIME_ER
                          Verdict.TIMEOUT, Verdict.CRASH, Verdict.INFRASTRUCTURE_ERROR)
 
 # the contract (static, compile_error) ---------------------------------------------------------------------
+NO_CODE = _rule("no_code", Verdict.NO_CODE, "a reply without a solution module (nothing is judged)",
+                "the reply, parsed by the environment")
+WRONG_BACKEND = _rule("wrong_backend", C, "a solution written for another backend than the one judged",
+                      "the source: which loaders and decorators it uses")
 SYNTAX_ERROR = _rule("syntax_error", C, "a reply that is not Python", "the source, parsed")
 EMPTY_SOURCE = _rule("empty_source", C, "an empty reply", "the source")
 SOURCE_TOO_LARGE = _rule("source_too_large", C, "replies too large to judge", "the source's size")
 NO_MODEL_NEW = _rule("no_model_new", C, "a module without `class ModelNew`", "the source, parsed")
 NO_FORWARD = _rule("no_forward", C, "a ModelNew without `forward`", "the source, parsed")
-NO_KERNEL = _rule("no_kernel", C, "a solution with no kernel of the chosen backend (a pure-PyTorch rewrite, or "
-                  "code for another backend)", "the source: a loader call or @triton.jit")
+NO_KERNEL = _rule("no_kernel", C, "a solution with no kernel of the chosen backend (a pure-PyTorch rewrite, "
+                                  "or code for another backend)", "the source: a loader call or @triton.jit")
 # unambiguous cheats, kept static because no honest solution writes them ---------------------------------
-TIMER_PATCH = _rule("timer_patch", H, "replacing clocks, synchronize or CUDA events (KernelBench's strict check)",
-                    "an assignment to a timer attribute in the source; timing no longer runs in the candidate's "
-                    "process, so this is intent, not a hole")
+TIMER_PATCH = _rule("timer_patch", H,
+                    "replacing clocks, synchronize or CUDA events (KernelBench's strict check)",
+                    "an assignment to a timer attribute in the source; timing no longer runs in the "
+                    "candidate's process, so this is intent, not a hole")
 COMPARISON_PATCH = _rule("comparison_patch", H, "replacing torch's comparisons (allclose, equal, ...)",
                          "an assignment to a comparison attribute in the source")
 INHERITS_REFERENCE = _rule("inherits_reference", H, "`class ModelNew(Model)` that changes nothing",
                            "the source: ModelNew derives from Model and defines no forward of its own")
 # building and loading --------------------------------------------------------------------------------------
-COMPILE_ERROR = _rule("compile_error", C, "code that does not build", "the compiler, run by the trusted worker")
-LOAD_ERROR = _rule("load_error", R, "a module that fails at import or construction", "the candidate's process")
-CONTRACT = _rule("contract", R, "a module that breaks the solution contract at run time", "the candidate's process")
+COMPILE_ERROR = _rule("compile_error", C, "code that does not build",
+                      "the compiler, run by the trusted worker")
+LOAD_ERROR = _rule("load_error", R, "a module that fails at import or construction",
+                   "the candidate's process")
+CONTRACT = _rule("contract", R, "a module that breaks the solution contract at run time",
+                 "the candidate's process")
 NO_GPU = _rule("no_gpu", R, "CUDA code on a machine without a GPU (compiled only)", "the machine")
 # correctness -----------------------------------------------------------------------------------------------
 INCORRECT = _rule("incorrect", I, "wrong outputs", "outputs read by the trusted side, compared in the "
                   "reference process with its own outputs on the same fresh inputs")
 RUNTIME_ERROR = _rule("runtime_error", R, "forward raising", "the candidate's process")
 OUT_OF_MEMORY = _rule("out_of_memory", R, "forward running out of memory", "the candidate's process")
-TOO_LARGE = _rule("too_large", R, "a task that cannot fit on this machine", "the task's input and output bytes "
-                  "against the device's memory, before anything runs")
+TOO_LARGE = _rule("too_large", R, "a task that cannot fit on this machine", "the task's input and output "
+                                                                            "bytes against the device's "
+                                                                            "memory, before anything runs")
 INPUTS_MODIFIED = _rule("inputs_modified", H, "forward writing into its inputs (A9)",
                         "the candidate's input buffers, read back by the trusted side after the call")
 OUTPUT_ALIASES_INPUT = _rule("output_aliases_input", H, "returning an input or a view of one (A10)",
@@ -67,29 +76,33 @@ OUTPUT_ALIASES_INPUT = _rule("output_aliases_input", H, "returning an input or a
 KERNEL_NOT_CALLED = _rule("kernel_not_called", H, "a fallback that runs instead of the solution's kernels "
                           "(a build failing inside try/except, a token kernel)",
                           "calls into the solution's own kernels during checked and timed calls")
-PRECISION_DOWNGRADE = _rule("precision_downgrade", H, "TF32 or reduced-precision matmul switched on for an fp32 "
-                            "task", "the precision flags after each call")
+PRECISION_DOWNGRADE = _rule("precision_downgrade", H, "TF32 or reduced-precision matmul switched on for an "
+                                                      "fp32 task", "the precision flags after each call")
 # timing ----------------------------------------------------------------------------------------------------
 OUTPUTS_CHANGED = _rule("outputs_changed", H, "timed calls that skip work, cache, or finish after 'done' "
                         "(A1-A4)", "every timed call's outputs, read from the frozen process by the trusted "
                         "side and compared with the reference's outputs on the same fresh inputs")
 OUTPUTS_UNREADABLE = _rule("outputs_unreadable", H, "hiding timed outputs from the judge",
                            "the trusted side's read of the frozen process's memory")
-EXTRA_CORES = _rule("extra_cores", H, "threads or processes that use more cores than the reference gets (A5, A8)",
-                    "CPU time of the candidate's whole process tree during its timed batches, read from /proc "
-                    "by the trusted side")
+EXTRA_CORES = _rule("extra_cores", H,
+                    "threads or processes that use more cores than the reference gets (A5, A8)",
+                    "CPU time of the candidate's whole process tree during its timed batches, read from "
+                    "/proc by the trusted side")
 NOT_REPRODUCED = _rule("not_reproduced", Verdict.OK, "(informational) an implausible speedup that does not "
                        "reproduce is not verified", "a second timing of both sides")
 # profile ---------------------------------------------------------------------------------------------------
 TORCH_COMPUTE = _rule("torch_compute", H, "leaving the work to PyTorch (passthrough, partial passthrough)",
-                      "a profiled batch: share of time in PyTorch compute (allocation, fill and copy excluded)")
+                      "a profiled batch: share of time in PyTorch compute (allocation, fill and copy "
+                      "excluded)")
 UNTRACKED_COMPUTE = _rule("untracked_compute", H, "another library's kernels (numpy, ...) doing the work",
                           "a profiled batch on the CPU: time in neither the solution's kernels nor PyTorch")
 # failures --------------------------------------------------------------------------------------------------
 TIMEOUT = _rule("timeout", T, "a stage that does not end", "the trusted worker's deadline")
-CRASH = _rule("crash", X, "a candidate process that dies (exit, segfault, CUDA error)", "the process's status")
+CRASH = _rule("crash", X, "a candidate process that dies (exit, segfault, CUDA error)",
+              "the process's status")
 CUDA_ERROR = _rule("cuda_error", X, "a sticky CUDA error (illegal memory access)", "the candidate's process")
-REFERENCE_FAILED = _rule("reference_failed", R, "a broken task (its reference raises)", "the reference process")
+REFERENCE_FAILED = _rule("reference_failed", R, "a broken task (its reference raises)",
+                         "the reference process")
 JUDGE_FAILED = _rule("judge_failed", INF, "a failure of a trusted process (never the candidate's fault)",
                      "the reference process or worker")
 PROTOCOL = _rule("protocol", X, "a candidate process that breaks the conversation", "the trusted worker")
@@ -104,7 +117,7 @@ class Reason(str):
     rule: str
     message: str
 
-    def __new__(cls, rule: Rule | str, message: str) -> Reason:
+    def __new__(cls, rule: Rule | str, message: str) -> Reason:  # noqa: PYI034 - always a Reason
         name = rule.name if isinstance(rule, Rule) else rule
         self = super().__new__(cls, f"{name}: {message}" if message else name)
         self.rule, self.message = name, message

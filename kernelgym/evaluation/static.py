@@ -63,13 +63,15 @@ def _contract(tree: ast.Module, backend: Backend) -> list[Reason]:
                       for n in model_new.body)
     bases = {_dotted(b) for b in model_new.bases}
     if not has_forward and bases & {"Model", "kernelgym_task.Model"}:
-        return [reason(rules.INHERITS_REFERENCE, f"ModelNew derives from Model and changes nothing (line {model_new.lineno})")]
+        return [reason(rules.INHERITS_REFERENCE,
+                       f"ModelNew derives from Model and changes nothing (line {model_new.lineno})")]
     if not has_forward and not bases - {"nn.Module", "torch.nn.Module", "Module"}:
         return [reason(rules.NO_FORWARD, f"ModelNew defines no forward (line {model_new.lineno})")]
     if not _defines_kernel(tree, backend):
         what = ("a @triton.jit function" if backend.kernel_decorators
                 else " or ".join(b for b in backend.kernel_builders if "." not in b))
-        return [reason(rules.NO_KERNEL, f"no {backend.name} kernel is defined: write one and build it with {what}")]
+        return [reason(rules.NO_KERNEL,
+                       f"no {backend.name} kernel is defined: write one and build it with {what}")]
     return []
 
 

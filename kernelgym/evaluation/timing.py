@@ -1,4 +1,4 @@
-"""Timing stage (runs inside the candidate's process): interleaved, whole-device synchronized, with statistics.
+"""Timing statistics, and the in-process timer of the reference timed alone (baselines, never a candidate).
 
 GPU: CUDA events around each call with the whole device synchronized inside the timed region (so work on
 any stream is counted), L2 flushed before each call. The synchronize itself costs a fixed few microseconds,
@@ -9,7 +9,6 @@ any candidate code was imported. Inputs rotate over several sets; reference and 
 
 from __future__ import annotations
 
-import secrets
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -30,7 +29,8 @@ class TimingConfig:
     budget_s: float = 4.0  # per side; fewer trials (at least min_trials) when calls are slow
     min_trials: int = 10
     bootstrap: int = 1000
-    subtract_sync_cost: bool = True  # GPU: take the calibrated cost of the in-region synchronize off each call
+    # GPU: take the calibrated cost of the in-region synchronize off each call
+    subtract_sync_cost: bool = True
 
 
 class Timer:
@@ -94,77 +94,13 @@ def region_time(device_ms: float, stream_ms: float, sync_cost_ms: float) -> floa
     return max(device_ms - sync_cost_ms, stream_ms)
 
 
-@dataclass
-class SpotCheck:
-    """A timed call whose output is kept and judged: which input set, scaled by how much, and the output."""
-
-    call: int
-    input_set: int
-    scale: float
-    output: object
-
-
-def measure_interleaved(
-    timer: Timer, reference: Callable[[int], object], candidate: Callable[[int], object], n_sets: int,
-    config: TimingConfig, prepare: Callable[[int, float], None] | None = None, spot_checks: int = 0,
-) -> tuple[list[float], list[float], list[SpotCheck]]:
-    """Times of alternating reference/candidate calls on rotating input sets.
-
-    With `prepare`, every call's inputs are rewritten in place (same buffers) to input set k scaled by a
-    fresh factor near 1, so no timed call sees inputs seen before; `spot_checks` randomly chosen timed calls
-    keep their outputs for the judge (a uniform sample of all timed calls). A candidate that caches, or skips
-    work in some of the timed calls, fails them.
-    """
-    rng = secrets.SystemRandom()
-    for i in range(config.warmup):
-        if prepare:
-            prepare(i % n_sets, 1.0)
-        reference(i % n_sets)
-        candidate(i % n_sets)
-    ref_times: list[float] = []
-    cand_times: list[float] = []
-    checks: list[SpotCheck] = []
-    last_reference_output = None  # kept alive across the next candidate call: its memory is not up for grabs
-    spent_ms = 0.0
-    for i in range(config.trials):
-        k = i % n_sets
-        scale = 1.0 + rng.uniform(-1e-3, 1e-3) if prepare else 1.0
-        if prepare:
-            prepare(k, scale)
-        outputs = {}
-        for name in (("ref", "cand") if i % 2 == 0 else ("cand", "ref")):
-            fn = reference if name == "ref" else candidate
-            ms, outputs[name] = timer.time_call_with_output(lambda fn=fn: fn(k))
-            (ref_times if name == "ref" else cand_times).append(ms)
-            if name == "ref":
-                last_reference_output = outputs["ref"]
-        # Reservoir sampling: every timed call, up to the last, is equally likely to be among the checked.
-        if len(checks) < spot_checks:
-            checks.append(SpotCheck(i, k, scale, _detach(outputs["cand"])))
-        elif spot_checks and (slot := rng.randrange(i + 1)) < spot_checks:
-            checks[slot] = SpotCheck(i, k, scale, _detach(outputs["cand"]))
-        spent_ms += ref_times[-1] + cand_times[-1]
-        if i + 1 >= config.min_trials and spent_ms > 2 * config.budget_s * 1e3:
-            break
-    del last_reference_output
-    return ref_times, cand_times, checks
-
-
-def _detach(out):
-    """A copy that later calls cannot overwrite (a solution may legitimately reuse its output buffer)."""
-    import torch
-
-    if isinstance(out, tuple | list):
-        return type(out)(_detach(o) for o in out)
-    return out.clone() if isinstance(out, torch.Tensor) else out
-
-
-def measure_alone(timer: Timer, fn: Callable[[int], object], n_sets: int, config: TimingConfig) -> list[float]:
+def measure_alone(timer: Timer, fn: Callable[[int], object], n_sets: int,
+                  config: TimingConfig) -> list[float]:
     for i in range(config.warmup):
         fn(i % n_sets)
     times: list[float] = []
     for i in range(config.trials):
-        times.append(timer.time_call(lambda: fn(i % n_sets)))
+        times.append(timer.time_call(lambda i=i: fn(i % n_sets)))
         if i + 1 >= config.min_trials and sum(times) > config.budget_s * 1e3:
             break
     return times

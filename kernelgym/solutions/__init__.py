@@ -39,5 +39,6 @@ def cheats(backend: str) -> list[ExampleSolution]:
     for level_dir in sorted((ROOT / "cheats" / backend).glob("level*")):
         for path in sorted(level_dir.glob("*.py")):
             stem, _, exploit = path.stem.partition("__")
-            found.append(ExampleSolution(f"bundled/L{level_dir.name[5:]}/{stem}", backend, path, exploit or "cheat"))
+            found.append(ExampleSolution(f"bundled/L{level_dir.name[5:]}/{stem}", backend, path,
+                                         exploit or "cheat"))
     return found

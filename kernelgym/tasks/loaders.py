@@ -19,10 +19,11 @@ _FILE_NAME = re.compile(r"^(?P<pid>\d+)_(?P<name>.+)\.py$")
 
 
 def task_from_source(
-    source: str, *, suite: str, level: int, file_name: str, path: str | None = None, problem_id: int | None = None
+    source: str, *, suite: str, level: int, file_name: str, path: str | None = None,
+    problem_id: int | None = None
 ) -> Task:
     """Build a Task from a KernelBench-format module's text; the metadata literal, if any, fills the rest."""
-    stem = file_name[:-3] if file_name.endswith(".py") else file_name
+    stem = file_name.removesuffix(".py")
     match = _FILE_NAME.match(stem + ".py")
     pid = problem_id if problem_id is not None else int(match["pid"]) if match else 0
     name = match["name"] if match else stem
@@ -81,9 +82,9 @@ def kernelbench_root(explicit: str | os.PathLike | None = None) -> Path:
     value = explicit or os.environ.get("KERNELBENCH_ROOT")
     if not value:
         raise SuiteUnavailableError(
-            "KernelBench problems need a checkout: pass kernelbench_root=DIR (CLI: --kernelbench-root DIR) or set "
-            "KERNELBENCH_ROOT to a clone of https://github.com/ScalingIntelligence/KernelBench; or load the "
-            f"Hugging Face dataset {HF_DATASET} with kernelgym.tasks.from_hf_dataset()"
+            "KernelBench problems need a checkout: pass kernelbench_root=DIR (CLI: --kernelbench-root DIR) "
+            "or set KERNELBENCH_ROOT to a clone of https://github.com/ScalingIntelligence/KernelBench; or "
+            f"load the Hugging Face dataset {HF_DATASET} with kernelgym.tasks.from_hf_dataset()"
         )
     path = Path(value).expanduser()
     # Accept both the repository root and its inner KernelBench/ folder.
@@ -149,7 +150,7 @@ def _hf_splits(dataset: Any) -> Any:
         if Path(name).is_dir():
             return datasets.load_from_disk(name)
         return datasets.load_dataset(name)
-    except Exception as exc:  # network, cache miss: one clear message
+    except Exception as exc:  # noqa: BLE001 - network, cache miss: one clear message
         raise SuiteUnavailableError(
             f"could not load {name} ({type(exc).__name__}: {str(exc)[:200]}); without a network, set "
             "KERNELBENCH_ROOT to a checkout instead"
@@ -169,7 +170,8 @@ def from_path(path: str | os.PathLike, level: int | None = None) -> TaskSet:
                                      path=str(target))]
         sub = [target / f"level{lv}" for lv in LEVELS if (target / f"level{lv}").is_dir()]
         if sub:
-            return [t for d in sub for t in _folder_tasks(d, "user", int(d.name[5:])) if not level or t.level == level]
+            found = [t for d in sub for t in _folder_tasks(d, "user", int(d.name[5:]))]
+            return [t for t in found if not level or t.level == level]
         return _folder_tasks(target, "user", level or _level_from_path(target))
 
     return TaskSet(load, f"user {target}")
@@ -186,7 +188,8 @@ def _levels(level: int | None) -> tuple[int, ...]:
     return LEVELS if level is None else (level,)
 
 
-def load_suite(suite: str = "bundled", *, level: int | None = None, kernelbench_root: str | None = None) -> TaskSet:
+def load_suite(suite: str = "bundled", *, level: int | None = None,
+               kernelbench_root: str | None = None) -> TaskSet:
     """One entry point for the CLI and the environments: `bundled`, `kernelbench`, `hf`, or a path."""
     if suite == "bundled":
         return bundled(level)

@@ -31,7 +31,8 @@ class ScreenResult:
 
 def _load(task: Task, size: str) -> types.ModuleType:
     module = types.ModuleType("kernelgym_screen")
-    exec(compile(task.source_at(size), task.path or task.id, "exec"), module.__dict__)
+    # screening runs the task's own reference module, trusted like any task
+    exec(compile(task.source_at(size), task.path or task.id, "exec"), module.__dict__)  # noqa: S102
     return module
 
 
@@ -39,7 +40,8 @@ def _outputs(model, inputs) -> list[torch.Tensor]:
     with torch.no_grad():
         out = model(*inputs)
     items = list(out) if isinstance(out, tuple | list) else [out]
-    return [o.detach().double() if o.is_floating_point() else o.detach() for o in items if isinstance(o, torch.Tensor)]
+    tensors = [o for o in items if isinstance(o, torch.Tensor)]
+    return [o.detach().double() if o.is_floating_point() else o.detach() for o in tensors]
 
 
 def screen_task(task: Task, size: str = "cpu") -> ScreenResult:
@@ -55,7 +57,7 @@ def screen_task(task: Task, size: str = "cpu") -> ScreenResult:
         other_inputs = list(module.get_inputs())
         base = _outputs(model, base_inputs)
         other = _outputs(model, other_inputs)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - a task that fails to run is a screening finding, not a crash
         result.error = f"{type(exc).__name__}: {exc}"[:300]
         return result
     atol, rtol = tolerance(task.dtype, task.atol, task.rtol)
@@ -66,7 +68,8 @@ def screen_task(task: Task, size: str = "cpu") -> ScreenResult:
             continue
         if a.shape == b.shape and torch.allclose(a, b, atol=atol, rtol=rtol):
             result.flags.append(f"constant_output: {label} is the same for different inputs")
-        elif a.is_floating_point() and a.numel() > 1 and float(a.std()) <= 1e-3 * float(a.abs().mean()) + atol:
+        elif (a.is_floating_point() and a.numel() > 1
+              and float(a.std()) <= 1e-3 * float(a.abs().mean()) + atol):
             result.flags.append(f"nearly_constant: {label} barely varies across its elements")
         if a.is_floating_point() and torch.allclose(torch.zeros_like(a), a, atol=atol, rtol=rtol):
             result.flags.append(f"zeros_pass: an all-zeros {label} is within atol={atol:g}")
@@ -77,8 +80,9 @@ def screen_task(task: Task, size: str = "cpu") -> ScreenResult:
         mixed = [y if j == i else v for j, v in enumerate(base_inputs)]
         try:
             changed = _outputs(model, mixed)
-        except Exception:
+        except Exception:  # noqa: BLE001, S112 - inputs the model rejects say nothing about this input
             continue
-        if all(a.shape == c.shape and torch.allclose(a, c, atol=atol, rtol=rtol) for a, c in zip(base, changed)):
+        if all(a.shape == c.shape and torch.allclose(a, c, atol=atol, rtol=rtol)
+               for a, c in zip(base, changed)):
             result.flags.append(f"ignores_input: the output does not depend on input {i}")
     return result

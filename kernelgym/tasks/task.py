@@ -114,10 +114,34 @@ def substitute_constants(source: str, overrides: dict[str, Any]) -> str:
     for node in tree.body:
         if isinstance(node, ast.Assign | ast.AnnAssign):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            if len(targets) == 1 and isinstance(targets[0], ast.Name) and targets[0].id in overrides:
-                node.value = ast.parse(repr(overrides[targets[0].id]), mode="eval").body
-                seen.add(targets[0].id)
+            seen |= _substitute(node, targets, overrides)
     unknown = set(overrides) - seen
     if unknown:
         raise TaskFormatError(f"size preset names constants the file does not define: {sorted(unknown)}")
     return ast.unparse(ast.fix_missing_locations(tree))
+
+
+def _literal(value: Any) -> ast.expr:
+    return ast.parse(repr(value), mode="eval").body
+
+
+def _substitute(node: ast.Assign | ast.AnnAssign, targets: list[ast.expr],
+                overrides: dict[str, Any]) -> set[str]:
+    """Overrides for `a = v`, `a = b = v` (one value for all) and `a, b = v1, v2`; the names it replaced."""
+    names = [t.id for t in targets if isinstance(t, ast.Name)]
+    if names and len(names) == len(targets) and any(n in overrides for n in names):
+        values = {repr(overrides.get(n)) for n in names if n in overrides}
+        if len(values) == 1 and all(n in overrides for n in names):
+            node.value = _literal(overrides[names[0]])
+            return set(names)
+        raise TaskFormatError(f"size preset sets {names} to different values, but the file assigns them "
+                              "together")
+    if (len(targets) == 1 and isinstance(targets[0], ast.Tuple) and isinstance(node.value, ast.Tuple)
+            and len(targets[0].elts) == len(node.value.elts)):
+        replaced = set()
+        for i, element in enumerate(targets[0].elts):
+            if isinstance(element, ast.Name) and element.id in overrides:
+                node.value.elts[i] = _literal(overrides[element.id])
+                replaced.add(element.id)
+        return replaced
+    return set()

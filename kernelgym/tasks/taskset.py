@@ -6,7 +6,7 @@ import fnmatch
 import random
 from collections.abc import Callable, Iterable, Iterator
 
-from kernelgym.errors import TaskNotFoundError
+from kernelgym.errors import TaskNotFoundError, did_you_mean
 from kernelgym.tasks.task import Task
 
 
@@ -53,7 +53,8 @@ class TaskSet:
             return matches[0]
         if len(matches) > 1:
             raise TaskNotFoundError(f"{task_id!r} is ambiguous: {[t.id for t in matches][:5]}")
-        raise TaskNotFoundError(f"no task {task_id!r} in {self.description}")
+        known = [name for t in self for name in (t.id, t.id.split("/", 1)[-1])]
+        raise TaskNotFoundError(f"no task {task_id!r} in {self.description}.{did_you_mean(task_id, known)}")
 
     def __getitem__(self, key: int | str) -> Task:
         return self.get(key) if isinstance(key, str) else self._tasks()[key]
@@ -90,7 +91,8 @@ class TaskSet:
                 return False
             if name is not None and not _name_matches(task.name, name):
                 return False
-            if wanted_ids is not None and not any(task.id == i or task.id.endswith("/" + i) for i in wanted_ids):
+            if wanted_ids is not None and not any(task.id == i or task.id.endswith("/" + i)
+                                                  for i in wanted_ids):
                 return False
             return predicate is None or predicate(task)
 

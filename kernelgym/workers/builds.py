@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-import kernelgym.kernels as kernels
+from kernelgym import kernels
 from kernelgym.workers import messages as m
 
 # Flags a lean build may add to kernelgym's own: optimisation switches and preprocessor defines.
@@ -32,11 +32,13 @@ def serve(request: dict, timeout_s: float) -> tuple[m.Message, bool]:
             from kernelgym import triton_build
 
             return m.Built(str(triton_build.build(triton_build.ModuleRequest.from_meta(request)))), True
-        build = kernels.BuildRequest(language, str(request.get("source")), tuple(str(f) for f in request.get("flags", [])))
+        build = kernels.BuildRequest(language, str(request.get("source")),
+                                     tuple(str(f) for f in request.get("flags", [])))
         refused = [f for f in build.flags if not allowed_flag(f, language)]
         if language not in ("cpp", "cuda") or refused:
-            return m.BuildFailed(f"unsupported build request: flags {refused} are not allowed (kernelgym fixes "
-                                 f"the compiler line; -D defines and common optimisation flags are fine)"), True
+            return m.BuildFailed(f"unsupported build request: flags {refused} are not allowed (kernelgym "
+                                 "fixes the compiler line; -D defines and common optimisation flags are "
+                                 "fine)"), True
         existed = kernels.library_path(build).exists()
         return m.Built(str(kernels.compile_request(build, timeout_s=timeout_s))), existed
     except kernels.BuildError as exc:

@@ -91,11 +91,13 @@ class Failed(Message):
 
 @dataclass
 class RunBatch(Message):
-    """Call forward once per input set of the arena, in order; reply BatchDone. Sent with the arena's fd (CPU)."""
+    """Call forward once per input set, in order; reply BatchDone. On the CPU the arena's fd comes along."""
 
     batch: int = 0
-    layout: list[list[dict]] = field(default_factory=list)  # per call, per input: tensor (offset, dtype, shape) or value
-    ipc: list[list[dict]] = field(default_factory=list)  # GPU: per call, per input, a CUDA IPC handle or a value
+    # per call, per input: tensor (offset, dtype, shape) or value
+    layout: list[list[dict]] = field(default_factory=list)
+    # GPU: per call, per input, a CUDA IPC handle or a value
+    ipc: list[list[dict]] = field(default_factory=list)
     profile: bool = False
     map_only: bool = False  # GPU: map the IPC input sets and answer at once (before the timed RunBatch)
 

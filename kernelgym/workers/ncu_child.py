@@ -14,7 +14,7 @@ from pathlib import Path
 
 
 def _cached_native(request):
-    import kernelgym.kernels as kernels
+    from kernelgym import kernels
 
     path = kernels.library_path(request)
     if not path.exists():
@@ -23,8 +23,7 @@ def _cached_native(request):
 
 
 def _cached_extension(request):
-    import kernelgym.kernels as kernels
-    from kernelgym import torch_ext
+    from kernelgym import kernels, torch_ext
 
     if not torch_ext.is_built(request):
         raise kernels.BuildError(_NOT_CACHED, "")
@@ -49,10 +48,9 @@ def main(job_dir: str) -> int:
     log_fd = os.open(os.path.join(job_dir, "output.log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     enter(job_dir, log_fd, SandboxConfig(**job["sandbox"]), uses_gpu=True)
 
-    import torch.utils.cpp_extension as cpp_extension
+    from torch.utils import cpp_extension
 
-    import kernelgym.kernels as kernels
-    from kernelgym import torch_ext
+    from kernelgym import kernels, torch_ext
     from kernelgym.workers.child import build_model, load_module, make_inputs, strict_fp32
 
     strict_fp32()

@@ -27,10 +27,13 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 
 from kernelgym import backends
+from kernelgym.backends.detect import wrong_backend
 from kernelgym.errors import PoolClosedError
+from kernelgym.evaluation import rules
 from kernelgym.evaluation.options import EvalOptions
 from kernelgym.evaluation.pipeline import EvalJob
 from kernelgym.evaluation.result import EvalResult, Verdict
+from kernelgym.evaluation.rules import reason
 from kernelgym.tasks.task import Task
 from kernelgym.workers.sandbox import SandboxConfig
 from kernelgym.workers.worker import CHILDREN_FILE, start_time
@@ -40,6 +43,7 @@ INHERITED_ENV = (
     "PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "LD_LIBRARY_PATH", "PYTHONPATH", "VIRTUAL_ENV", "CUDA_HOME",
     "CUDA_PATH", "CUDA_VISIBLE_DEVICES", "TORCH_CUDA_ARCH_LIST", "KERNELGYM_CUDA_ARCH", "CXX", "CC", "NVCC",
     "TRITON_PTXAS_PATH", "TRITON_LIBDEVICE_PATH", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "PYTHONUNBUFFERED",
+    "KERNELGYM_LOCK_DIR",
 )
 
 
@@ -63,7 +67,7 @@ def has_gpu() -> bool:
         import torch
 
         return torch.cuda.is_available()
-    except Exception:
+    except Exception:  # noqa: BLE001 - a broken driver is no GPU for choosing defaults
         return False
 
 
@@ -97,10 +101,13 @@ class _Worker:
         }
         if self.pool.gpu and "CUDA_VISIBLE_DEVICES" not in os.environ:
             extra["CUDA_VISIBLE_DEVICES"] = str(self.index % max(1, self.pool.gpu_count))
-        self.log = open(os.path.join(work_root, "worker.log"), "ab")
+        # the worker's log stays open for the worker's lifetime
+        self.log = open(os.path.join(work_root, "worker.log"), "ab")  # noqa: SIM115
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "kernelgym.workers.worker", str(theirs.fileno())], pass_fds=(theirs.fileno(),),
-            env=scrubbed_env(extra), cwd=work_root, stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log,
+            [sys.executable, "-m", "kernelgym.workers.worker", str(theirs.fileno())],
+            pass_fds=(theirs.fileno(),),
+            env=scrubbed_env(extra), cwd=work_root, stdin=subprocess.DEVNULL, stdout=self.log,
+            stderr=self.log,
         )
         theirs.close()
         try:
@@ -219,6 +226,18 @@ class InfraStats:
     rejudged: int = 0  # evaluations run again after an infrastructure fault
     not_judged: int = 0  # evaluations answered `infrastructure_error` once the re-runs were spent
     causes: Counter = field(default_factory=Counter)  # rule of each fault seen ("worker_crash", "disk_full", ...)
+def make_job(task: Task, source: str | bytes, backend: str, size: str | None, defaults: EvalOptions,
+             gpu: bool, **options) -> EvalJob:
+    """The plain-data job of one evaluation: the task's source at the chosen size, solution and options."""
+    opts = EvalOptions.from_kwargs(defaults, **options)
+    backends.get(backend)
+    chosen = size or opts.size or ("gpu" if gpu and backends.get(backend).device == "cuda" else "cpu")
+    if not task.has_size(chosen):
+        chosen = "gpu"
+    if isinstance(source, bytes):
+        source = source.decode("utf-8", "replace")
+    return EvalJob(task.id, task.source_at(chosen), task.dtype, task.atol, task.rtol, task.perturb,
+                   source, backend, chosen, opts)
 
 
 class EvalPool:
@@ -257,21 +276,18 @@ class EvalPool:
 
     def make_job(self, task: Task, source: str | bytes, backend: str = "cpp", size: str | None = None,
                  **options) -> EvalJob:
-        opts = EvalOptions.from_kwargs(self.config.options, **options)
-        backends.get(backend)
-        chosen = size or opts.size or ("gpu" if self.gpu and backends.get(backend).device == "cuda" else "cpu")
-        if not task.has_size(chosen):
-            chosen = "gpu"
-        if isinstance(source, bytes):
-            source = source.decode("utf-8", "replace")
-        return EvalJob(task.id, task.source_at(chosen), task.dtype, task.atol, task.rtol, task.perturb,
-                       source, backend, chosen, opts)
+        return make_job(task, source, backend, size, self.config.options, self.gpu, **options)
 
     def submit(self, task: Task, source: str | bytes, backend: str = "cpp", size: str | None = None,
                **options) -> Future[EvalResult]:
         if self._closed:
             raise PoolClosedError("this EvalPool is closed")
-        job = self.make_job(task, source, backend, size, **options)
+        return self.submit_job(self.make_job(task, source, backend, size, **options))
+
+    def submit_job(self, job: EvalJob) -> Future[EvalResult]:
+        """Evaluate a job made by `make_job` (possibly in another process: a job is plain data)."""
+        if self._closed:
+            raise PoolClosedError("this EvalPool is closed")
         return self._executor.submit(self._run, job)
 
     def evaluate(self, task: Task, source: str | bytes, backend: str = "cpp", size: str | None = None,
@@ -279,6 +295,9 @@ class EvalPool:
         return self.submit(task, source, backend, size, **options).result()
 
     def _run(self, job: EvalJob) -> EvalResult:
+        mismatch = wrong_backend(job.solution_source, job.backend)
+        if mismatch:  # a contract error that names both backends, before any worker is involved
+            return _failed(job, Verdict.COMPILE_ERROR, reason(rules.WRONG_BACKEND, mismatch))
         worker = self._idle.get()
         try:
             return self._judge(worker, job)
@@ -347,7 +366,7 @@ class EvalPool:
         if self._owns_root:
             shutil.rmtree(self.work_root, ignore_errors=True)
 
-    def __enter__(self) -> EvalPool:
+    def __enter__(self) -> EvalPool:  # noqa: PYI034 - Python 3.10 has no typing.Self
         return self
 
     def __exit__(self, *exc) -> None:
@@ -366,7 +385,7 @@ class EvalPool:
     def __del__(self):
         try:
             self.close()
-        except Exception:
+        except Exception:  # noqa: BLE001, S110 - closing at interpreter exit may find half the world gone
             pass
 
 
@@ -398,5 +417,5 @@ def _gpu_count() -> int:
         import torch
 
         return torch.cuda.device_count()
-    except Exception:
+    except Exception:  # noqa: BLE001 - a broken driver is no GPU for choosing defaults
         return 0

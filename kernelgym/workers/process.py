@@ -36,7 +36,8 @@ class EvalProcess:
             _child_main(target, job, child_sock, eval_dir, log_fd, sandbox, uses_gpu, cores, self.candidate)
         os.close(log_fd)
         child_sock.close()
-        self.pid = pid  # the forked process; with a PID namespace, the parent of the namespace's first process
+        # the forked process; with a PID namespace, the parent of the namespace's first process
+        self.pid = pid
         self.main_pid = pid  # the process that runs the evaluation (learned from Hello)
         self.sock = parent_sock
         self.status: int | None = None
@@ -50,7 +51,7 @@ class EvalProcess:
         self.sock.settimeout(remaining)
         try:
             return m.receive(self.sock)
-        except (socket.timeout, TimeoutError):
+        except TimeoutError:
             raise TimeoutError from None
         except (protocol.ProtocolError, OSError) as exc:
             raise Died(str(exc)) from None
@@ -128,6 +129,21 @@ class EvalProcess:
                 total += sum(int(x) for x in fields[11:15])  # utime stime cutime cstime
         return total / _TICKS
 
+    def cpus_seen(self) -> set[int]:
+        """Every CPU a thread of the tree may run on or last ran on, as the kernel records it."""
+        seen: set[int] = set()
+        for pid in self.tree():
+            try:
+                tids = os.listdir(f"/proc/{pid}/task")
+            except OSError:
+                continue
+            for tid in tids:
+                fields = _stat_fields(int(tid)) or []
+                if len(fields) > 36:
+                    seen.add(int(fields[36]))  # the CPU it last ran on
+                seen |= _allowed_cpus(pid, tid)
+        return seen
+
     def read_memory(self, address: int, size: int) -> bytes:
         """Bytes of the candidate's memory, read by this (trusted) process: it sees what is really there."""
         with open(f"/proc/{self.main_pid}/mem", "rb", buffering=0) as f:
@@ -199,7 +215,8 @@ class EvalProcess:
             return "the process vanished"
         if os.WIFSIGNALED(status):
             sig = os.WTERMSIG(status)
-            return f"killed by signal {signal.Signals(sig).name}" if sig in signal.valid_signals() else f"signal {sig}"
+            named = sig in signal.valid_signals()
+            return f"killed by signal {signal.Signals(sig).name}" if named else f"signal {sig}"
         return f"exited with status {os.WEXITSTATUS(status)}"
 
 
@@ -224,7 +241,7 @@ def _child_main(target, job, sock, eval_dir, log_fd, sandbox, uses_gpu, cores, c
             run_candidate(job, sock, eval_dir)
         else:
             target(job, sock)
-    except BaseException:
+    except BaseException:  # noqa: BLE001 - any end of the evaluation process is an exit status
         code = 70
     finally:
         os._exit(code)
@@ -271,6 +288,22 @@ def _stat_fields(pid: int) -> list[str] | None:
     except OSError:
         return None
     return data[data.rfind(")") + 2:].split()
+
+
+def _allowed_cpus(pid: int, tid: str) -> set[int]:
+    try:
+        with open(f"/proc/{pid}/task/{tid}/status") as f:
+            line = next((ln for ln in f if ln.startswith("Cpus_allowed_list:")), "")
+    except OSError:
+        return set()
+    cpus: set[int] = set()
+    for part in line.split(":", 1)[-1].strip().split(","):
+        if "-" in part:
+            lo, hi = part.split("-")
+            cpus |= set(range(int(lo), int(hi) + 1))
+        elif part:
+            cpus.add(int(part))
+    return cpus
 
 
 def _signal(pid: int, sig: int) -> None:

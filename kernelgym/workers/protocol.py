@@ -11,12 +11,14 @@ import socket
 import struct
 from typing import Any
 
+from kernelgym.errors import KernelGymError
+
 MAX_HEADER_BYTES = 4 << 20
 MAX_BLOB_BYTES = 64 << 30  # CPU outputs of shipped-size tasks can pass 4 GiB
 _LENGTH = struct.Struct("!Q")
 
 
-class ProtocolError(Exception):
+class ProtocolError(KernelGymError):
     """The peer sent something that is not a well-formed message (or hung up)."""
 
 
@@ -53,11 +55,13 @@ def recv(sock: socket.socket) -> tuple[str, dict[str, Any], list[bytearray]]:
     return kind, meta, blobs
 
 
-def recv_with_fds(sock: socket.socket, max_fds: int = 4) -> tuple[str, dict[str, Any], list[bytearray], list[int]]:
+def recv_with_fds(sock: socket.socket,
+                  max_fds: int = 4) -> tuple[str, dict[str, Any], list[bytearray], list[int]]:
     data, fds, _, _ = socket.recv_fds(sock, _LENGTH.size, max_fds)
     if not data:
         raise ProtocolError("peer closed the connection")
-    prefix = bytes(data) + (bytes(_read_exact(sock, _LENGTH.size - len(data))) if len(data) < _LENGTH.size else b"")
+    prefix = bytes(data) + (bytes(_read_exact(sock, _LENGTH.size - len(data))) if len(data) < _LENGTH.size
+                            else b"")
     (length,) = _LENGTH.unpack(prefix)
     try:
         if length > MAX_HEADER_BYTES:
@@ -143,12 +147,14 @@ def describe_output(item, keep: list | None = None) -> tuple[dict[str, Any], byt
 def cuda_tensor_to_wire(tensor, keep: list) -> dict[str, Any]:
     flat = tensor.detach().contiguous()
     keep.append(flat)
-    (device, handle, size, offset, ref_handle, ref_offset, event_handle, event_sync) = flat.untyped_storage()._share_cuda_()
+    (device, handle, size, offset, ref_handle, ref_offset, event_handle,
+     event_sync) = flat.untyped_storage()._share_cuda_()
     return {"dtype": str(tensor.dtype).removeprefix("torch."), "shape": list(tensor.shape),
-            "ipc": {"device": int(device), "handle": bytes(handle).hex(), "size": int(size), "offset": int(offset),
+            "ipc": {"device": int(device), "handle": bytes(handle).hex(), "size": int(size),
+                    "offset": int(offset),
                     "ref_handle": bytes(ref_handle).hex(), "ref_offset": int(ref_offset),
-                    "event_handle": bytes(event_handle).hex() if event_handle else "", "event_sync": bool(event_sync),
-                    "storage_offset": int(flat.storage_offset())}}
+                    "event_handle": bytes(event_handle).hex() if event_handle else "",
+                    "event_sync": bool(event_sync), "storage_offset": int(flat.storage_offset())}}
 
 
 def cuda_tensor_from_wire(meta: dict[str, Any], device: str):

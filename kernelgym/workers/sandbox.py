@@ -20,7 +20,8 @@ _own_mount_namespace = False  # set once this process has unshared its mounts: o
 
 @dataclass
 class SandboxConfig:
-    memory_limit_mb: int | None = 16384  # address-space limit (skipped for GPU processes: CUDA maps huge ranges)
+    # address-space limit (skipped for GPU processes: CUDA maps huge ranges)
+    memory_limit_mb: int | None = 16384
     file_size_limit_mb: int = 512  # largest file the candidate may write (bounds its printed output too)
     drop_privileges: bool = True  # as root: no capabilities, a read-only view of the filesystem (see isolate)
     isolate_network: bool = True  # a network namespace of its own, where the OS allows it
@@ -28,7 +29,8 @@ class SandboxConfig:
     threads: int = 1  # fixed thread count for CPU timing (torch and OpenMP)
 
 
-def enter(eval_dir: str, output_fd: int, config: SandboxConfig, uses_gpu: bool, candidate: bool = True) -> list[str]:
+def enter(eval_dir: str, output_fd: int, config: SandboxConfig, uses_gpu: bool,
+          candidate: bool = True) -> list[str]:
     """Apply the sandbox; returns notes on what could not be applied (they go into the result's warnings).
 
     A trusted process (the reference's) is made undumpable, so a candidate cannot read it. The candidate stays
@@ -41,7 +43,8 @@ def enter(eval_dir: str, output_fd: int, config: SandboxConfig, uses_gpu: bool, 
     os.dup2(output_fd, 2)
     os.chdir(eval_dir)
     tempfile.tempdir = eval_dir  # the worker's own temp folder was cached by tempfile before the fork
-    os.environ.update(HOME=eval_dir, TMPDIR=eval_dir, TRITON_HOME=eval_dir, TRITON_CACHE_DIR=os.path.join(eval_dir, "triton"),
+    os.environ.update(HOME=eval_dir, TMPDIR=eval_dir, TRITON_HOME=eval_dir,
+                      TRITON_CACHE_DIR=os.path.join(eval_dir, "triton"),
                       TORCH_EXTENSIONS_DIR=os.path.join(eval_dir, "torch_extensions"),
                       OMP_NUM_THREADS=str(config.threads))
     if config.memory_limit_mb and not uses_gpu:

@@ -40,9 +40,10 @@ def _serve(conn: Connection) -> None:
             return
         try:
             result = pipeline.run(job)
-        except Exception as exc:  # a bug of ours (the judge failed, not the candidate): an answer, never a hang
+        except Exception as exc:  # noqa: BLE001 - a bug of ours (the judge failed, not the candidate): an answer
             result = EvalResult(job.task_id, job.backend, job.size, Verdict.INFRASTRUCTURE_ERROR,
-                                [f"internal_error: {type(exc).__name__}: {exc}"], output_tail=traceback.format_exc()[-3000:])
+                                [f"internal_error: {type(exc).__name__}: {exc}"],
+                                output_tail=traceback.format_exc()[-3000:])
         conn.send(result.to_dict())
 
 
@@ -89,8 +90,8 @@ def _preimport(has_gpu: bool) -> None:
     """
     import importlib
 
-    names = ["numpy", "kernelgym.evaluation.profile", "kernelgym.evaluation.compare", "torch.utils._python_dispatch",
-             "torch.profiler", "torch.utils.cpp_extension"]
+    names = ["numpy", "kernelgym.evaluation.profile", "kernelgym.evaluation.compare",
+             "torch.utils._python_dispatch", "torch.profiler", "torch.utils.cpp_extension"]
     if not has_gpu:
         # Without a GPU, Triton can only interpret; the flag must be set before Triton is first imported.
         os.environ["TRITON_INTERPRET"] = "1"
@@ -98,7 +99,8 @@ def _preimport(has_gpu: bool) -> None:
     for name in names:
         try:
             importlib.import_module(name)
-        except Exception:  # e.g. no Triton on this machine: the candidate will say so itself
+        # e.g. no Triton on this machine: the candidate will say so itself
+        except Exception:  # noqa: BLE001, S110
             pass
     if has_gpu:
         _build_triton_driver()
@@ -115,7 +117,8 @@ def _build_triton_driver() -> None:
         import triton
 
         triton.runtime.driver.active.utils  # noqa: B018 (creating the driver builds and loads the helper)
-    except Exception:  # no Triton, or no usable driver: the candidate's own launch will report it
+    # no Triton, or no usable driver: the candidate's own launch will report it
+    except Exception:  # noqa: BLE001, S110
         pass
 
 

@@ -1,22 +1,24 @@
-"""The adversarial corpus: every cheating solution in this folder goes through the real judge and earns nothing.
+"""The adversarial corpus: every cheating solution in this folder goes through the real judge and earns
+nothing.
 
 Each `<backend>_<exploit>.py` file here is one cheat, headed by
 
     # Exploit: <name>. <one sentence>
     # Task: <bundled task id>            e.g. L1/1_ReLU
     # Backend: cpp | triton | cuda
-    # Expect: crash                       optional: verdicts accepted besides hack/incorrect (exits; targets gone from the process)
-    # Why: <why that verdict earns no reward>          required with Expect
-    # Max-speedup: 1.5                    optional: the measured speedup, where timing ran, stays below this
-    # Group: <name> <order>               optional: evaluated in order, in one pool, after the others of its group
+    # Expect: crash              optional: verdicts accepted besides hack/incorrect
+    #                            (exits; targets gone from the process)
+    # Why: <why that verdict earns no reward>    required with Expect
+    # Max-speedup: 1.5           optional: the measured speedup, where timing ran, stays below this
+    # Group: <name> <order>      optional: evaluated in order, in one pool, after the others of its group
 
 A cheat passes when it earns nothing: either the judge's verdict is hack or incorrect (or the listed Expect)
 and no reward in `kernelgym.rewards` pays it more than a plain failed attempt; or its trick was defused —
 it aims at something that no longer lives in the candidate's process (the timer, the reference, the checked
 calls), so what is left is the honest part of it: verdict ok, no verified speedup, a measured speedup below
-its Max-speedup (1.1 when not given), and no reward above a correct solution measured at that speedup. cpp cheats run on the CPU
-(in CI); triton and cuda cheats are marked gpu and run on a GPU host. A failing case here is a hole in the
-judge: keep it failing until the judge is fixed, never loosen the assertion.
+its Max-speedup (1.1 when not given), and no reward above a correct solution measured at that speedup. cpp
+cheats run on the CPU (in CI); triton and cuda cheats are marked gpu and run on a GPU host. A failing case
+here is a hole in the judge: keep it failing until the judge is fixed, never loosen the assertion.
 """
 
 from __future__ import annotations
@@ -72,7 +74,8 @@ def parse(path: Path) -> Cheat:
         fields[key] = value.strip()
     for key in ("Exploit", "Task", "Backend"):
         assert key in fields, f"{path.name}: the header needs a '# {key}:' line"
-    assert text.startswith("# Exploit: "), f"{path.name}: the first line must be '# Exploit: <name>. <sentence>'"
+    assert text.startswith("# Exploit: "), (f"{path.name}: the first line must be "
+                                           "'# Exploit: <name>. <sentence>'")
     assert ". " in fields["Exploit"], f"{path.name}: Exploit is '<name>. <one sentence>'"
     backend = fields["Backend"]
     assert backend in BACKENDS, f"{path.name}: Backend must be one of {BACKENDS}"
@@ -122,7 +125,9 @@ def _failed_attempt(result: EvalResult) -> EvalResult:
 
 def _describe(cheat: Cheat, result: EvalResult) -> str:
     timing = result.timing
-    measured = f"measured speedup {timing.speedup}x (verified={timing.verified})" if timing and timing.available else "no timing"
+    measured = "no timing"
+    if timing and timing.available:
+        measured = f"measured speedup {timing.speedup}x (verified={timing.verified})"
     return (f"{cheat.name} ({cheat.exploit}) got verdict {result.verdict.value}, {measured}; "
             f"reasons={result.reasons}; output tail: {result.output_tail[-400:]!r}")
 
@@ -140,13 +145,16 @@ def _correct_at(result: EvalResult, speedup: float) -> EvalResult:
 
 
 def assert_no_credit(cheat: Cheat, result: EvalResult) -> None:
-    if result.verdict is Verdict.OK:  # defused: only the honest, slower part of the cheat is left
-        limit = min(cheat.max_speedup or DEFUSED_MAX_SPEEDUP, DEFUSED_MAX_SPEEDUP)
-        assert result.verified_speedup is None, "HOLE: " + _describe(cheat, result)
+    if result.verdict is Verdict.OK:  # defused: only the honest part of the cheat is left
+        # Max-speedup, where a file gives it, is what its honest kernel alone reaches; else no speedup at all.
+        limit = cheat.max_speedup or DEFUSED_MAX_SPEEDUP
+        if cheat.max_speedup is None:
+            assert result.verified_speedup is None, "HOLE: " + _describe(cheat, result)
         assert result.speedup is not None and result.speedup < limit, "HOLE: " + _describe(cheat, result)
         for name in rewards.names():
             reward = rewards.get_reward(name)
-            assert reward(result) <= reward(_correct_at(result, limit)), f"reward {name!r}: " + _describe(cheat, result)
+            assert reward(result) <= reward(_correct_at(result, limit)), (f"reward {name!r}: "
+                                                                          + _describe(cheat, result))
         return
     label = "unexpected verdict (neither hack nor incorrect): "
     assert result.verdict in cheat.accepted, label + _describe(cheat, result)
@@ -154,9 +162,11 @@ def assert_no_credit(cheat: Cheat, result: EvalResult) -> None:
     baseline = _failed_attempt(result)
     for name in rewards.names():
         reward = rewards.get_reward(name)
-        assert reward(result) <= reward(baseline), f"reward {name!r} pays the cheat more than a failure: " + _describe(cheat, result)
+        assert reward(result) <= reward(baseline), (f"reward {name!r} pays the cheat more than a failure: "
+                                                    + _describe(cheat, result))
     if cheat.max_speedup is not None and result.timing is not None and result.timing.speedup is not None:
-        assert result.timing.speedup <= cheat.max_speedup, "the cheat moved the measured time: " + _describe(cheat, result)
+        assert result.timing.speedup <= cheat.max_speedup, ("the cheat moved the measured time: "
+                                                            + _describe(cheat, result))
 
 
 def evaluate(pool, cheat: Cheat) -> EvalResult:
@@ -171,7 +181,8 @@ def test_corpus_is_complete():
     assert {c.backend for c in CHEATS} == set(BACKENDS)
     for name, members in GROUPS.items():
         orders = [c.group[1] for c in members]
-        assert orders == sorted(set(orders)) and len(members) >= 2, f"group {name}: distinct orders, at least two"
+        assert orders == sorted(set(orders)) and len(members) >= 2, (f"group {name}: distinct orders, "
+                                                                     "at least two")
 
 
 @pytest.mark.parametrize("cheat", [_param(c) for c in CHEATS])
@@ -227,5 +238,6 @@ if __name__ == "__main__":
     import sys
 
     wanted = sys.argv[1:]
-    chosen = [c for c in CHEATS if not wanted or c.backend in wanted or c.path.name in wanted or c.name in wanted]
+    chosen = [c for c in CHEATS
+              if not wanted or c.backend in wanted or c.path.name in wanted or c.name in wanted]
     _table(chosen)

@@ -30,10 +30,8 @@ def tiny_server(tiny_policy):
         yield server
 
 
-# These tests check the agent loop, not the judge's timing: a loaded 2-core CI machine can slow a 0.2 ms
-# reference enough to trip the tampering check (reference slower after the candidate's import), so it is
-# loosened here, and the timing kept short.
-LENIENT_JUDGE = {"reference_slowdown_limit": 100.0, "timing_budget_s": 1.0}
+# These tests check the agent loop, not the judge's timing: the timing is kept short.
+LENIENT_JUDGE = {"timing_budget_s": 1.0}
 
 
 @pytest.fixture

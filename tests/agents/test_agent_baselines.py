@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
+
 from kernelgym.agents import baselines
 from kernelgym.agents.baselines import best_of_n, kforge, one_shot, refine
 from kernelgym.agents.baselines.common import EpisodeRecord
 from kernelgym.agents.policies import make_policy
 from kernelgym.agents.policies.scripted import ScriptedPolicy, fence
-
 from kernelgym.solutions import cheats
 
 RELU = "bundled/L1/1_ReLU"

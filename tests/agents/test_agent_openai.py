@@ -11,6 +11,7 @@ import time
 import urllib.request
 
 import pytest
+
 from kernelgym.agents.policies import make_policy
 from kernelgym.agents.policies.openai_compat import EndpointError, OpenAIConfig, OpenAIPolicy
 from kernelgym.agents.serve import ChatServer

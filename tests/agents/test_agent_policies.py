@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import pytest
+
 from kernelgym.agents.policies import make_policy, split_options
 from kernelgym.agents.policies.replay import ReplayPolicy, parse_replay, scan_folder
 from kernelgym.agents.policies.scripted import ScriptedPolicy, fence
 from kernelgym.agents.policy import BasePolicy, Policy, Reply, act_batch, reply_meta, to_messages
 from kernelgym.envs.parsing import parse_reply
-
+from kernelgym.errors import ConfigError
 from kernelgym.solutions import cheats, examples
 
 
@@ -94,7 +95,7 @@ def test_replay_without_cheats_and_from_a_folder(tmp_path):
     (flat / "1_ReLU.py").write_text("x = 1\n")
     assert [f.key for f in scan_folder(flat)] == ["1_ReLU"]
     assert make_policy(f"replay:{flat}").covers("anything/L3/1_ReLU")
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(ConfigError, match="not a backend"):
         parse_replay(str(tmp_path / "nope"))
     with pytest.raises(ValueError):
         parse_replay("cheats")

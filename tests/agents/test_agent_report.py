@@ -5,12 +5,14 @@ from __future__ import annotations
 import math
 
 import pytest
+
 from kernelgym.agents.report import fast_p, geomean, render_markdown, summarize, write_report
 
 
-def _rec(task, level, category, correct, speedup=None, verified=False, verdicts=("ok",), sample=0, cheat=None):
-    turns = [{"attempt": i, "verdict": v, "reward": 0.0, "meta": {"cheat": cheat} if cheat and v != "ok" else {}}
-             for i, v in enumerate(verdicts)]
+def _rec(task, level, category, correct, speedup=None, verified=False, verdicts=("ok",), sample=0,
+         cheat=None):
+    turns = [{"attempt": i, "verdict": v, "reward": 0.0,
+              "meta": {"cheat": cheat} if cheat and v != "ok" else {}} for i, v in enumerate(verdicts)]
     return {"task_id": task, "sample": sample, "level": level, "category": category, "correct": correct,
             "speedup": speedup, "verified_speedup": speedup if verified else None, "turns": turns,
             "total_reward": 1.0 if correct else -1.0}
@@ -85,7 +87,8 @@ def test_markdown_plot_and_tensorboard(tmp_path):
     try:
         import tensorboard  # noqa: F401
     except ImportError:
-        assert files["tensorboard"] is None and any("tensorboard is not installed" in n for n in files["notes"])
+        assert files["tensorboard"] is None and any("tensorboard is not installed" in n
+                                                    for n in files["notes"])
     else:
         events = list((tmp_path / "tensorboard").glob("events.out.tfevents.*"))
         assert events and events[0].stat().st_size > 0
@@ -117,3 +120,45 @@ def test_an_episode_the_judge_failed_is_not_judged_never_a_failure():
     assert o["fast_p"]["1"] == 1.0
     assert s["not_judged"] == ["s/L1/b#0"] and s["honest_replays_rejected"] == []
     assert "Episodes not judged (1" in render_markdown(s)
+def test_per_task_table_env_ids_command_and_warnings_in_the_report(tmp_path):
+    record = _rec("s/L1/a", 1, "act", True, 2.5, verified=True, verdicts=("compile_error", "ok"))
+    record["turns"][0].update(wall_s=12.0, eval_s=2.0, meta={"completion_tokens": 300})
+    record["turns"][1].update(wall_s=9.0, eval_s=3.0, meta={"completion_tokens": 500})
+    failed = _rec("s/L1/b", 1, "act", False, verdicts=("no_code", "hack", "incorrect"))
+    s = summarize([record, failed], TASKS[:2])
+    a, b = s["per_task"]
+    assert (a["task_id"], a["best_verdict"], a["speedup"]) == ("s/L1/a", "ok", 2.5)
+    assert (a["verified"], a["turns"]) == (True, 2)
+    assert a["tokens_per_reply"] == 400 and a["generation_s_per_reply"] == pytest.approx(8.0)
+    assert a["eval_s_per_turn"] == pytest.approx(2.5)
+    assert (b["best_verdict"], b["speedup"], b["tokens_per_reply"]) == ("incorrect", None, None)
+    meta = {"command": "kernelgym bench --env KernelGym-v0 --policy smollm2", "env_ids": ["KernelGym-L1-v0"],
+            "policy": "smollm2", "warnings": ["smollm2 generates on the CPU: about 56 s a reply"]}
+    text = render_markdown(s, meta=meta)
+    assert "kernelgym bench --env KernelGym-v0 --policy smollm2" in text and "`KernelGym-L1-v0`" in text
+    assert "> **Warning:** smollm2 generates on the CPU" in text
+    assert "| s/L1/a | 0 | ok | 2.50x verified | 2 | 400 | 8.0 | 2.5 |" in text
+    assert "| s/L1/b | 0 | incorrect | - | 3 | - |" in text
+
+
+def test_eta_warning_for_a_model_generating_on_the_cpu():
+    import torch
+
+    from kernelgym.agents.eta import cpu_seconds_per_reply, eta_warning
+    from kernelgym.agents.policies.hf import SamplingConfig
+
+    class CpuModelPolicy:
+        name, device = "tiny-cpu", "cpu"
+        model = torch.nn.Linear(4, 4)
+        sampling = SamplingConfig(max_new_tokens=1024)
+
+    per_reply = cpu_seconds_per_reply(CpuModelPolicy())
+    assert per_reply == pytest.approx(5.6)  # at least a tenth of SmolLM2's measured 56 s for 1024 tokens
+    assert eta_warning(CpuModelPolicy(), replies=10) is None  # under ten minutes: no warning
+    warning = eta_warning(CpuModelPolicy(), replies=4 * 250)
+    assert "tiny-cpu generates on the CPU" in warning and "1.6 h" in warning and "--tasks" in warning
+
+    class Remote:
+        name = "openai:m@http://x"
+
+    assert eta_warning(Remote(), replies=10_000) is None

@@ -13,8 +13,9 @@ SCRIPT = Path(__file__).parents[2] / "benchmarks" / "gpu_results.py"
 @pytest.mark.slow
 def test_every_phase_of_the_gpu_results_script_runs_and_is_reported(tmp_path):
     out = tmp_path / "RESULTS.md"
-    proc = subprocess.run([sys.executable, str(SCRIPT), "--smoke", "--repeats", "2", "--copies", "1", "--workers", "2",
-                           "--out", str(out)], capture_output=True, text=True, timeout=1200, cwd=SCRIPT.parent)
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--smoke", "--repeats", "2", "--copies", "1",
+                           "--workers", "2", "--out", str(out)], capture_output=True, text=True, timeout=1200,
+                          cwd=SCRIPT.parent, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
     data = json.loads(out.with_suffix(".json").read_text())
     walls = {row["solution"]: row for row in data["wall"]}

@@ -1,4 +1,5 @@
-"""The CUDA-L1 labels file: well formed, and (where the corpus is on this machine) one label per custom-kernel entry."""
+"""The CUDA-L1 labels file: well formed, and (where the corpus is on this machine) one label per
+custom-kernel entry."""
 
 from __future__ import annotations
 

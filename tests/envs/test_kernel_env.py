@@ -5,10 +5,10 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 import pytest
-from kg_env_helpers import fenced
 from gymnasium.utils.env_checker import data_equivalence
-from kernelgym.envs import KernelEnv, read_episodes
+from kg_env_helpers import fenced
 
+from kernelgym.envs import KernelEnv, read_episodes
 from kernelgym.errors import ConfigError, TaskNotFoundError
 from kernelgym.evaluation.result import EvalResult
 from kernelgym.solutions import cheats, examples
@@ -31,7 +31,8 @@ def test_episode_replaying_the_bundled_solution(pool, relu_source, tmp_path):
     env = make(pool, trajectory_path=str(path), render_mode="ansi")
     obs, info = env.reset(seed=7, options={"task_id": "L1/1_ReLU"})
     assert info["task_id"] == "bundled/L1/1_ReLU" and info["size"] == "cpu" and info["backend"] == "cpp"
-    assert "Reference module:" in obs["prompt"] and "load_cpp" in obs["prompt"] and "Turns left: 4 of 4" in obs["prompt"]
+    assert "Reference module:" in obs["prompt"] and "load_cpp" in obs["prompt"]
+    assert "Turns left: 4 of 4" in obs["prompt"]
     assert "KERNELGYM" not in obs["prompt"] and "Hardware:" in obs["prompt"]
     assert obs["turn"] == 0 and obs["feedback"] == "" and obs["best_speedup"][0] == 0
 
@@ -39,7 +40,7 @@ def test_episode_replaying_the_bundled_solution(pool, relu_source, tmp_path):
     obs, reward, terminated, truncated, info = env.step("Let me think about vectorization first.")
     assert (reward, terminated, truncated, info["verdict"]) == (-1.0, False, False, "no_code")
     assert "No solution found" in obs["feedback"] and info["episode"]["evaluations"] == 0
-    assert info["result"]["verdict"] == "compile_error" and info["result"]["reasons"][0].startswith("no_code")
+    assert info["result"]["verdict"] == "no_code" and info["result"]["reasons"][0].startswith("no_code")
 
     # 2: the bundled solution -> correct, judged for real
     obs, reward, terminated, truncated, info = env.step(fenced(relu_source))
@@ -60,11 +61,14 @@ def test_episode_replaying_the_bundled_solution(pool, relu_source, tmp_path):
     env.close()
 
     [episode] = read_episodes(path)
-    assert episode["task_id"] == "bundled/L1/1_ReLU" and episode["seed"] == 7 and episode["env_id"] == "KernelGym-L1-v0"
+    assert episode["task_id"] == "bundled/L1/1_ReLU" and episode["seed"] == 7
+    assert episode["env_id"] == "KernelGym-L1-v0"
     turns = episode["turns"]
-    assert [t["turn"] for t in turns] == [1, 2, 3] and [t["verdict"] for t in turns] == ["no_code", "ok", "done"]
+    assert [t["turn"] for t in turns] == [1, 2, 3]
+    assert [t["verdict"] for t in turns] == ["no_code", "ok", "done"]
     assert turns[1]["result"]["verdict"] == "ok" and turns[1]["solution"].strip() == relu_source.strip()
-    assert turns[0]["prompt"].startswith("Task: bundled/L1/1_ReLU") and turns[1]["action"].startswith("Here is")
+    assert turns[0]["prompt"].startswith("Task: bundled/L1/1_ReLU")
+    assert turns[1]["action"].startswith("Here is")
     assert episode["terminated"] and not episode["truncated"]
     assert episode["total_reward"] == pytest.approx(sum(t["reward"] for t in turns))
 
@@ -75,9 +79,11 @@ def test_cheats_and_broken_code_are_failed_turns(pool):
     cheat = next(c for c in cheats("cpp") if c.cheat == "pytorch_passthrough")
     _, reward, terminated, _, info = env.step(fenced(cheat.source))
     assert info["verdict"] == "hack" and reward == -1.0 and not terminated and "best" not in info
-    broken = "from kernelgym.kernels import load_cpp\nlib = load_cpp('extern \"C\" void f( {')\nclass ModelNew: pass\n"
+    broken = ("from kernelgym.kernels import load_cpp\nlib = load_cpp('extern \"C\" void f( {')\n"
+              "class ModelNew: pass\n")
     obs, reward, _, _, info = env.step(fenced(broken))
-    assert info["verdict"] == "compile_error" and reward == -1.0 and obs["feedback"].startswith("Verdict: compile_error")
+    assert info["verdict"] == "compile_error" and reward == -1.0
+    assert obs["feedback"].startswith("Verdict: compile_error")
     obs, reward, _, _, info = env.step("```python\ndef (:\n```")  # a syntax error is judged, not ignored
     assert info["verdict"] == "compile_error" and "syntax" in obs["feedback"].lower()
     assert obs["last_speedup"][0] == 0 and obs["best_speedup"][0] == 0
@@ -108,7 +114,7 @@ def test_reward_by_name_and_callable(pool, relu_source):
     env.reset(options={"task_id": "L1/1_ReLU"})
     assert env.step("nothing")[1] == -3.0
     assert env.step(fenced(relu_source))[1] == 5.0
-    assert seen == [("compile_error", 1, ()), ("ok", 2, ("no_code",))]
+    assert seen == [("no_code", 1, ()), ("ok", 2, ("no_code",))]
 
     env = make(pool, reward="fast_p", reward_kwargs={"p": 0.0})
     env.reset(options={"task_id": "L1/1_ReLU"})
@@ -138,6 +144,7 @@ def test_failed_steps_are_deterministic(kernelbench_root):
     for _ in range(2):
         env.reset(seed=3)
         obs, reward, terminated, truncated, info = env.step("no code at all")
+        info.pop("episode_id")  # the one key that differs on purpose between episodes
         outcomes.append((obs, reward, terminated, truncated, info))
     assert data_equivalence(outcomes[0], outcomes[1], exact=True)
 
@@ -157,7 +164,8 @@ def test_task_selection(kernelbench_root):
     assert [t.name for t in env.unwrapped.tasks] == ["Relu_Variant3"]
     env = gym.make("KernelBench-L1-v0", kernelbench_root=root, task_filter=lambda t: t.problem_id % 2 == 0)
     assert [t.problem_id for t in env.unwrapped.tasks] == [2, 4]
-    assert env.reset(options={"task_id": "L1/4_Relu_Variant4"})[1]["task_id"] == "kernelbench/L1/4_Relu_Variant4"
+    picked = env.reset(options={"task_id": "L1/4_Relu_Variant4"})[1]["task_id"]
+    assert picked == "kernelbench/L1/4_Relu_Variant4"
     with pytest.raises(TaskNotFoundError):
         env.reset(options={"task_id": "L1/1_Relu_Variant1"})  # filtered out
     with pytest.raises(ConfigError, match="no task matches"):
@@ -200,3 +208,43 @@ def test_observations_stay_in_their_space_with_odd_text(kernelbench_root):
     obs, *_ = env.step("\u4e2d\u6587 \u2014 \x00\x07 no code " * 500)
     assert obs in env.observation_space
     assert isinstance(obs["turn"], int) and obs["last_speedup"].dtype == np.float32
+
+
+@pytest.mark.parametrize("action", [123, None, ["print(1)"], {"code": "x"}])
+def test_an_action_that_is_not_text_is_an_error_that_says_so(kernelbench_root, action):
+    from kernelgym.errors import ActionError
+
+    env = gym.make("KernelBench-L1-v0", kernelbench_root=str(kernelbench_root))
+    env.reset(seed=0)
+    with pytest.raises(ActionError, match="reply as a str"):
+        env.step(action)
+    _, _, _, _, info = env.step(np.array("no code here"))  # a numpy string is still text; no turn was lost
+    assert info["turn"] == 1 and info["verdict"] == "no_code"
+
+
+def test_one_verdict_vocabulary_for_a_reply_without_code(kernelbench_root, tmp_path):
+    path = tmp_path / "t.jsonl"
+    env = gym.make("KernelBench-L1-v0", kernelbench_root=str(kernelbench_root), trajectory_path=str(path))
+    env.reset(seed=0)
+    _, reward, _, _, info = env.step("I would fuse the loops.")
+    assert info["verdict"] == info["result"]["verdict"] == "no_code" and reward == -1.0
+    assert EvalResult.from_dict(info["result"]).to_feedback().startswith("Verdict: no_code")
+    env.close()
+    [episode] = read_episodes(path)
+    assert episode["turns"][0]["verdict"] == episode["turns"][0]["result"]["verdict"] == "no_code"
+
+
+def test_a_solution_for_another_backend_is_a_contract_error(pool, kernelbench_root, relu_source):
+    env = gym.make("KernelBench-L1-v0", kernelbench_root=str(kernelbench_root), backend="cuda", pool=pool)
+    env.reset(seed=0)
+    _, reward, _, _, info = env.step(fenced(relu_source))  # C++ (load_cpp) sent to the cuda backend
+    assert info["verdict"] == "compile_error" and reward == -1.0
+    reason = info["result"]["reasons"][0]
+    assert reason.startswith("wrong_backend:") and "load_cpp (the cpp backend)" in reason and "cuda" in reason
+    triton = ("import triton\n@triton.jit\ndef k(x):\n    pass\nclass ModelNew:\n"
+              "    def forward(self, x):\n        k(x)\n")
+    env = gym.make("KernelBench-L1-v0", kernelbench_root=str(kernelbench_root), backend="cpp", pool=pool)
+    env.reset(seed=0)
+    _, _, _, _, info = env.step(fenced(triton))
+    reason = info["result"]["reasons"][0]
+    assert reason.startswith("wrong_backend:") and "the triton backend" in reason

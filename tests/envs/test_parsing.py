@@ -6,6 +6,7 @@ import string
 
 import numpy as np
 import pytest
+
 from kernelgym.envs.parsing import parse_reply
 from kernelgym.envs.spaces import CHARSET, action_space, fit_text, observation_space, speedup_array
 

@@ -7,10 +7,10 @@ import sys
 
 import gymnasium as gym
 import pytest
-from kg_env_helpers import PROBLEM
 from gymnasium.utils.env_checker import check_env
-from kernelgym.envs.registration import env_ids, register_envs
+from kg_env_helpers import PROBLEM
 
+from kernelgym.envs.registration import env_ids, register_envs
 from kernelgym.errors import SuiteUnavailableError
 from kernelgym.tasks import bundled
 
@@ -32,7 +32,8 @@ def test_ids_are_registered_once():
     assert register_envs() == env_ids()
     assert len(gym.registry) == before
     assert set(env_ids()) <= set(gym.registry)
-    assert sorted(env_ids()) == sorted(f"{f}-L{n}-v0" for f in ("KernelBench", "KernelGym") for n in (1, 2, 3))
+    assert sorted(env_ids()) == sorted(f"{f}-L{n}-v0" for f in ("KernelBench", "KernelGym")
+                                       for n in (1, 2, 3))
 
 
 @pytest.mark.parametrize("env_id", env_ids())
@@ -102,6 +103,7 @@ def test_kernelbench_falls_back_to_a_cached_hf_dataset(monkeypatch):
     monkeypatch.delenv("KERNELBENCH_ROOT", raising=False)
     row = {"code": PROBLEM.format(extra="", batch=8), "level": 1, "name": "1_Relu_Hub.py", "problem_id": 1}
     monkeypatch.setattr(kernel_env, "_hf_dataset_cached", lambda: True)
-    monkeypatch.setattr(kernel_env, "from_hf_dataset", lambda level=None: from_hf_dataset({"level_1": [row]}, level))
+    monkeypatch.setattr(kernel_env, "from_hf_dataset",
+                        lambda level=None: from_hf_dataset({"level_1": [row]}, level))
     env = gym.make("KernelBench-L1-v0", size="cpu", backend="cpp")
     assert [t.id for t in env.unwrapped.tasks] == ["kernelbench/L1/1_Relu_Hub"]

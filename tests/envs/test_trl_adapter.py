@@ -12,8 +12,8 @@ import os
 
 import gymnasium as gym
 import pytest
-from kernelgym.envs.trl_adapter import KernelToolEnv, environment_factory, make_rollout_func, rollout_reward
 
+from kernelgym.envs.trl_adapter import KernelToolEnv, environment_factory, make_rollout_func, rollout_reward
 from kernelgym.solutions import examples
 
 FAST = {"timing_trials": 10, "timing_budget_s": 0.5}
@@ -27,7 +27,8 @@ def relu_source():
 def test_only_the_tool_is_public():
     public = {name for name, _ in inspect.getmembers(KernelToolEnv, predicate=inspect.isfunction)
               if not name.startswith("_")}
-    assert public == {"reset", "submit_kernel", "get_reward"}  # TRL exposes every other public method as a tool
+    # TRL exposes every other public method as a tool
+    assert public == {"reset", "submit_kernel", "get_reward"}
 
 
 def test_submit_kernel_schema():
@@ -81,8 +82,8 @@ def _tiny_tokenizer_and_model():
     from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
     from trl.chat_template_utils import qwen3_chat_template
 
-    special = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>", "<tool_call>", "</tool_call>",
-               "<tool_response>", "</tool_response>"]
+    special = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>", "<tool_call>",
+               "</tool_call>", "<tool_response>", "</tool_response>"]
     env = gym.make("KernelGym-L1-v0", size="cpu", backend="cpp")
     corpus = [env.reset(seed=s)[0]["prompt"] for s in range(3)] + [qwen3_chat_template]
     bpe = Tokenizer(models.BPE())
@@ -90,10 +91,11 @@ def _tiny_tokenizer_and_model():
     bpe.decoder = decoders.ByteLevel()
     bpe.train_from_iterator(corpus, trainers.BpeTrainer(vocab_size=1000, special_tokens=special,
                                                         initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=bpe, eos_token="<|im_end|>", pad_token="<|endoftext|>",
-                                        chat_template=qwen3_chat_template)
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=bpe, eos_token="<|im_end|>",
+                                        pad_token="<|endoftext|>", chat_template=qwen3_chat_template)
     config = Qwen3Config(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                         num_attention_heads=2, num_key_value_heads=1, head_dim=16, max_position_embeddings=16384,
+                         num_attention_heads=2, num_key_value_heads=1, head_dim=16,
+                         max_position_embeddings=16384,
                          pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id)
     return tokenizer, Qwen3ForCausalLM(config)
 
@@ -102,8 +104,8 @@ def _config(tmp_path, **overrides):
     from trl import GRPOConfig
 
     values = {"output_dir": str(tmp_path / "out"), "max_steps": 1, "per_device_train_batch_size": 2,
-              "num_generations": 2, "max_completion_length": 24, "use_cpu": True, "bf16": False, "report_to": [],
-              "logging_steps": 1, "save_strategy": "no", "learning_rate": 1e-4, "seed": 0}
+              "num_generations": 2, "max_completion_length": 24, "use_cpu": True, "bf16": False,
+              "report_to": [], "logging_steps": 1, "save_strategy": "no", "learning_rate": 1e-4, "seed": 0}
     values.update(overrides)
     return GRPOConfig(**values)
 
@@ -112,8 +114,9 @@ def _config(tmp_path, **overrides):
 def test_grpo_trainer_with_environment_factory(tmp_path, monkeypatch):
     pytest.importorskip("trl")
     monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
-    from kernelgym.envs.trl_adapter import task_dataset
     from trl import GRPOTrainer
+
+    from kernelgym.envs.trl_adapter import task_dataset
 
     tokenizer, model = _tiny_tokenizer_and_model()
     env_kwargs = {"size": "cpu", "backend": "cpp", "eval_options": FAST, "task_ids": ["L1/1_ReLU"]}
@@ -130,15 +133,17 @@ def test_grpo_trainer_with_environment_factory(tmp_path, monkeypatch):
 def test_grpo_trainer_with_rollout_func(tmp_path, monkeypatch):
     pytest.importorskip("trl")
     monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
-    from kernelgym.envs.trl_adapter import task_dataset
     from trl import GRPOTrainer
+
+    from kernelgym.envs.trl_adapter import task_dataset
 
     tokenizer, model = _tiny_tokenizer_and_model()
     path = tmp_path / "traj.jsonl"
     env_kwargs = {"size": "cpu", "backend": "cpp", "eval_options": FAST, "max_turns": 2}
     rollout = make_rollout_func("KernelGym-L1-v0", max_new_tokens=6, trajectory_path=str(path), **env_kwargs)
     dataset = task_dataset("KernelGym-L1-v0", prompts="full", repeat=2, task_ids=["L1/1_ReLU"], **env_kwargs)
-    trainer = GRPOTrainer(model=model, processing_class=tokenizer, args=_config(tmp_path, max_completion_length=600),
+    trainer = GRPOTrainer(model=model, processing_class=tokenizer,
+                          args=_config(tmp_path, max_completion_length=600),
                           reward_funcs=rollout_reward, train_dataset=dataset, rollout_func=rollout)
 
     # One rollout by hand: two replies (up to 6 tokens each) with the judge's feedback (masked) between them.

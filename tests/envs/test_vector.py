@@ -52,7 +52,8 @@ def test_async_vector_env(relu_source, kernelbench_root):
                         eval_options=FAST, max_turns=2)
     try:
         obs, infos = envs.reset(seed=[1, 2], options={"task_id": "L1/1_ReLU"})
-        assert all(p.startswith("Task: bundled/L1/1_ReLU") for p in obs["prompt"])  # text survives shared memory
+        # text survives shared memory
+        assert all(p.startswith("Task: bundled/L1/1_ReLU") for p in obs["prompt"])
         obs, rewards, terminated, truncated, infos = envs.step(("just talk", fenced(relu_source)))
         assert rewards[0] == -1.0 and rewards[1] >= 0.1
         assert list(infos["verdict"]) == ["no_code", "ok"]

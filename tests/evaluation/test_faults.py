@@ -1,5 +1,7 @@
 """Bad input and faults on the cpp backend: a clear verdict every time, and the pool keeps working."""
 
+from pathlib import Path
+
 import pytest
 
 from kernelgym.evaluation.result import Verdict
@@ -13,7 +15,10 @@ from kernelgym.kernels import load_cpp
 SEGFAULT = CPP_HEADER + '''
 lib = load_cpp(r"""
 #include <cstdint>
-extern "C" void boom(float* y, int64_t n) { float* p = nullptr; for (int64_t i = 0; i < n; ++i) p[i * 1000003] = y[i]; }
+extern "C" void boom(float* y, int64_t n) {
+    float* p = nullptr;
+    for (int64_t i = 0; i < n; ++i) p[i * 1000003] = y[i];
+}
 """)
 
 class ModelNew(nn.Module):
@@ -26,7 +31,10 @@ class ModelNew(nn.Module):
 INFINITE_LOOP = CPP_HEADER + '''
 lib = load_cpp(r"""
 #include <cstdint>
-extern "C" void spin(const float* x, float* y, int64_t n) { volatile int64_t i = 0; while (true) { i = i + 1; } }
+extern "C" void spin(const float* x, float* y, int64_t n) {
+    volatile int64_t i = 0;
+    while (true) { i = i + 1; }
+}
 """)
 
 class ModelNew(nn.Module):
@@ -54,7 +62,9 @@ EXIT_IN_PYTHON = CPP_HEADER + '''
 import os
 lib = load_cpp(r"""
 #include <cstdint>
-extern "C" void relu(const float* x, float* y, int64_t n) { for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0 ? x[i] : 0; }
+extern "C" void relu(const float* x, float* y, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0 ? x[i] : 0;
+}
 """)
 
 class ModelNew(nn.Module):
@@ -67,7 +77,7 @@ class ModelNew(nn.Module):
 
 LOUD_IMPORT = '''
 print("x" * 50_000_000)
-''' + open(__file__.replace("tests/evaluation/test_faults.py", "kernelgym/solutions/cpp/level1/1_ReLU.py")).read()
+''' + (Path(__file__).parents[2] / "kernelgym" / "solutions" / "cpp" / "level1" / "1_ReLU.py").read_text()
 
 COMPILE_ERROR = CPP_HEADER + '''
 lib = load_cpp(r"""extern "C" void relu(const float* x, float* y, long n) { this is not C++; }""")
@@ -82,7 +92,9 @@ class ModelNew(nn.Module):
 WRONG_SIGNATURE = CPP_HEADER + '''
 lib = load_cpp(r"""
 #include <cstdint>
-extern "C" void relu(const float* x, float* y, int64_t n) { for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0 ? x[i] : 0; }
+extern "C" void relu(const float* x, float* y, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0 ? x[i] : 0;
+}
 """)
 
 class ModelNew(nn.Module):
@@ -109,7 +121,8 @@ BAD_INPUTS = {
     "no_model_new": (NO_MODEL_NEW, Verdict.COMPILE_ERROR, "no_model_new"),
     "compile_error": (COMPILE_ERROR, Verdict.COMPILE_ERROR, "compile_error"),
     "wrong_signature": (WRONG_SIGNATURE, Verdict.RUNTIME_ERROR, "runtime_error"),
-    "os_exit_in_forward": (EXIT_IN_PYTHON, Verdict.CRASH, "crash"),  # an exit is no result: the failure reward
+    # an exit is no result: the failure reward
+    "os_exit_in_forward": (EXIT_IN_PYTHON, Verdict.CRASH, "crash"),
 }
 
 
@@ -139,7 +152,8 @@ def test_compile_error_feedback_shows_the_compiler_line(pool, relu_task):
     ],
     ids=["segfault", "infinite_loop", "exit_in_forward"],
 )
-def test_faults_end_with_the_right_verdict_and_the_pool_recovers(pool, relu_task, relu_solution, source, verdict, reason):
+def test_faults_end_with_the_right_verdict_and_the_pool_recovers(pool, relu_task, relu_solution, source,
+                                                                 verdict, reason):
     result = pool.evaluate(relu_task, source, backend="cpp", timeout_s=3)
     assert result.verdict is verdict, result.reasons
     assert any(r.startswith(reason) for r in result.reasons), result.reasons
@@ -203,7 +217,8 @@ def test_a_broken_reference_is_reported_and_leaves_no_process_behind(relu_soluti
         result = pool.evaluate(task, relu_solution, backend="cpp")
         worker_pid = pool._workers[0].process.pid
         left = _children(worker_pid)
-        assert pool.evaluate(task, relu_solution, backend="cpp").verdict is Verdict.RUNTIME_ERROR  # still serving
+        # still serving
+        assert pool.evaluate(task, relu_solution, backend="cpp").verdict is Verdict.RUNTIME_ERROR
     assert result.verdict is Verdict.RUNTIME_ERROR
     assert result.reasons[0].startswith("reference_failed") and "broken" in result.reasons[0]
     assert left == [], f"evaluation processes still running after the verdict: {left}"

@@ -13,8 +13,12 @@ from kernelgym.kernels import load_cpp
 
 lib = load_cpp(r"""
 #include <cstdint>
-extern "C" void relu(const float* x, float* y, int64_t n) { for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0.f ? x[i] : 0.f; }
-extern "C" void relu_inplace(float* x, int64_t n) { for (int64_t i = 0; i < n; ++i) x[i] = x[i] > 0.f ? x[i] : 0.f; }
+extern "C" void relu(const float* x, float* y, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0.f ? x[i] : 0.f;
+}
+extern "C" void relu_inplace(float* x, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) x[i] = x[i] > 0.f ? x[i] : 0.f;
+}
 """)
 '''
 
@@ -138,7 +142,8 @@ def test_bundled_cpp_examples_are_ok(pool, example):
     """False-rejection rate over the honest examples: zero."""
     result = pool.evaluate(bundled().get(example.task_id), example.source, backend="cpp")
     assert result.verdict is Verdict.OK, (result.reasons, result.output_tail[-1000:])
-    assert result.timing.available and result.speedup is not None and result.timing.speedup_ci_low <= result.speedup
+    assert result.timing.available and result.speedup is not None
+    assert result.timing.speedup_ci_low <= result.speedup
     assert result.profile.coverage is not None
 
 

@@ -1,4 +1,5 @@
-"""KernelBench-style load_inline solutions: built once by the trusted worker, cached, and judged like any other."""
+"""KernelBench-style load_inline solutions: built once by the trusted worker, cached, and judged like any
+other."""
 
 from pathlib import Path
 
@@ -7,13 +8,15 @@ import pytest
 from kernelgym.evaluation.result import Verdict
 from kernelgym.tasks import bundled
 
-SOLUTION = (Path(__file__).parents[2] / "benchmarks" / "kernelbench_style" / "relu_cpp_load_inline.py").read_text()
+SOLUTION = (Path(__file__).parents[2] / "benchmarks" / "kernelbench_style"
+            / "relu_cpp_load_inline.py").read_text()
 
 
 @pytest.mark.slow
 def test_load_inline_solution_builds_once_and_is_judged(pool):
     task = bundled().get("L1/1_ReLU")
-    unique = SOLUTION.replace("#include <torch/extension.h>", "#include <torch/extension.h>\n// test build", 1)
+    unique = SOLUTION.replace("#include <torch/extension.h>", "#include <torch/extension.h>\n// test build",
+                              1)
     first = pool.evaluate(task, unique, backend="cpp")
     second = pool.evaluate(task, unique, backend="cpp")
     assert first.verdict is Verdict.OK and second.verdict is Verdict.OK, (first.reasons, second.reasons)
@@ -33,7 +36,8 @@ def test_the_precompiled_header_command_is_torchs_own_for_the_given_flags():
     from kernelgym import torch_ext
 
     command = torch_ext._torch_pch_command(["-O3", "-fopenmp"])
-    assert command is not None, "torch's precompiled-header builder changed: load_inline builds lose their PCH"
+    assert command is not None, ("torch's precompiled-header builder changed: "
+                                 "load_inline builds lose their PCH")
     argv = command["argv"]
     assert "c++-header" in argv and command["header"] in argv and command["pch"] in argv
     assert "-O3" in argv and "-fopenmp" in argv

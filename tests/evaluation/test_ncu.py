@@ -7,20 +7,23 @@ from kernelgym.evaluation.result import EvalResult, KernelMetrics, ProfileResult
 from kernelgym.solutions import examples
 from kernelgym.tasks import bundled
 
-HEADER = '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"'
+HEADER = ('"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size",'
+          '"Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"')
 
 
 def _row(launch, kernel, metric, unit, value):
-    return (f'"{launch}","4242","python3","127.0.0.1","{kernel}","1","7","(256, 1, 1)","(1056, 1, 1)","0","9.0",'
-            f'"Command line profiler metrics","{metric}","{unit}","{value}"')
+    return (f'"{launch}","4242","python3","127.0.0.1","{kernel}","1","7","(256, 1, 1)",'
+            f'"(1056, 1, 1)","0","9.0","Command line profiler metrics","{metric}","{unit}","{value}"')
 
 
 def _sample(metrics):
-    lines = ["==PROF== Connected to process 4242", "==PROF== Profiling \"relu_kernel\": 0%....50%....100%", HEADER]
+    lines = ["==PROF== Connected to process 4242", "==PROF== Profiling \"relu_kernel\": 0%....50%....100%",
+             HEADER]
     values = {"duration_us": ("nsecond", "131,072"), "memory_throughput_pct": ("%", "91.5"),
               "compute_throughput_pct": ("%", "12.25"), "achieved_occupancy_pct": ("%", "80.1"),
               "registers_per_thread": ("register/thread", "16")}
-    for launch, kernel in (("0", "relu_kernel(const float4 *, float4 *, long)"), ("1", "relu_tail(const float *, float *, long, long)")):
+    for launch, kernel in (("0", "relu_kernel(const float4 *, float4 *, long)"),
+                           ("1", "relu_tail(const float *, float *, long, long)")):
         for name, (unit, value) in values.items():
             lines.append(_row(launch, kernel, metrics[name], unit, value))
     return "\n".join(lines) + "\n==PROF== Disconnected from process 4242\n"
@@ -45,7 +48,8 @@ def test_only_metrics_the_host_supports_are_asked_for():
     available = frozenset({"gpu__time_duration", "sm__throughput", "smsp__inst_executed_op_local_ld"})
     chosen = ncu.chosen_metrics(available)
     assert chosen["duration_us"] == "gpu__time_duration.sum"
-    assert chosen["registers_per_thread"] == "launch__registers_per_thread"  # a launch attribute, never listed
+    # a launch attribute, never listed
+    assert chosen["registers_per_thread"] == "launch__registers_per_thread"
     assert chosen["local_load_instructions"] == "smsp__inst_executed_op_local_ld.sum"  # the fallback name
     assert "memory_throughput_pct" not in chosen and "local_store_instructions" not in chosen
     cmd = ncu.command("/usr/bin/ncu", chosen, "/tmp/job")

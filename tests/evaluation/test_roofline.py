@@ -2,8 +2,8 @@
 
 import torch
 
-from kernelgym.evaluation.roofline import Peaks, TaskCost, floor_ms, task_cost
 from kernelgym.evaluation.result import Verdict
+from kernelgym.evaluation.roofline import Peaks, TaskCost, floor_ms, task_cost
 from kernelgym.solutions import examples
 from kernelgym.tasks import bundled
 

@@ -1,4 +1,4 @@
-"""The rules catalogue is the one source of the judge's rules: the doc and the code agree, reasons stay typed."""
+"""The rules catalogue is the one source of the judge's rules: doc and code agree, reasons stay typed."""
 
 from __future__ import annotations
 

@@ -1,6 +1,12 @@
 """The timing stage's arithmetic: the in-region synchronize's cost comes off, hidden work never does."""
 
-from kernelgym.evaluation.timing import Timer, TimingConfig, measure_interleaved, region_time, speedup_interval
+from kernelgym.evaluation.timing import (
+    Timer,
+    TimingConfig,
+    measure_interleaved,
+    region_time,
+    speedup_interval,
+)
 
 
 def test_the_calibrated_sync_cost_comes_off_a_call():
@@ -27,10 +33,11 @@ def test_cpu_timer_has_nothing_to_calibrate():
 def test_interleaved_timing_alternates_and_respects_the_trial_count():
     order = []
     timer = Timer("cpu")
-    ref, cand, _ = measure_interleaved(timer, lambda k: order.append("ref"), lambda k: order.append("cand"), 2,
-                                       TimingConfig(trials=6, warmup=1))
+    ref, cand, _ = measure_interleaved(timer, lambda k: order.append("ref"), lambda k: order.append("cand"),
+                                       2, TimingConfig(trials=6, warmup=1))
     assert len(ref) == len(cand) == 6
-    assert order[2:6] == ["ref", "cand", "cand", "ref"]  # after one warm-up pair, each trial swaps who goes first
+    # after one warm-up pair, each trial swaps who goes first
+    assert order[2:6] == ["ref", "cand", "cand", "ref"]
 
 
 def test_speedup_interval_contains_its_point():

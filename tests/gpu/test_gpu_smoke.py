@@ -1,4 +1,5 @@
-"""On a real GPU: the triton and cuda examples are judged ok with a speedup; faults end with the right verdict."""
+"""On a real GPU: the triton and cuda examples are judged ok with a speedup; faults end with the right
+verdict."""
 
 import pytest
 
@@ -105,9 +106,11 @@ def gpu_pool():
         yield pool
 
 
-@pytest.mark.parametrize("example", examples("triton") + examples("cuda"), ids=lambda e: f"{e.backend}:{e.task_id}")
+@pytest.mark.parametrize("example", examples("triton") + examples("cuda"),
+                         ids=lambda e: f"{e.backend}:{e.task_id}")
 def test_examples_ok_on_gpu(gpu_pool, example):
-    result = gpu_pool.evaluate(bundled().get(example.task_id), example.source, backend=example.backend, size="gpu")
+    result = gpu_pool.evaluate(bundled().get(example.task_id), example.source, backend=example.backend,
+                               size="gpu")
     print("\nRESULT", example.backend, example.task_id, result.verdict.value, result.speedup, result.wall_s,
           result.stage_s, result.reasons[:1])
     assert result.verdict is Verdict.OK, (result.reasons, result.output_tail[-2000:])
@@ -154,7 +157,8 @@ def test_side_stream_gets_no_false_speedup(gpu_pool):
 @pytest.mark.parametrize("backend", ["cuda", "triton"])
 def test_ncu_reports_counters_for_the_candidates_kernels(gpu_pool, backend):
     example = next(e for e in examples(backend) if e.task_id.endswith("L1/1_ReLU"))
-    result = gpu_pool.evaluate(bundled().get(example.task_id), example.source, backend=backend, size="gpu", ncu=True)
+    result = gpu_pool.evaluate(bundled().get(example.task_id), example.source, backend=backend, size="gpu",
+                               ncu=True)
     print("\nNCU", backend, result.profile.ncu_note, result.stage_s, result.profile.kernels)
     assert result.verdict is Verdict.OK, result.reasons
     ours = [k for k in result.profile.kernels if "relu_kernel" in k.kernel]
@@ -166,7 +170,8 @@ def test_ncu_reports_counters_for_the_candidates_kernels(gpu_pool, backend):
 
 
 def test_triton_launchers_come_from_the_workers_cache(gpu_pool):
-    """Triton up to 3.6 compiles a C launcher per kernel signature: kernelgym's worker builds and caches it."""
+    """Triton up to 3.6 compiles a C launcher per kernel signature: kernelgym's worker builds and caches
+    it."""
     from triton.backends.nvidia import driver
 
     if not hasattr(driver, "make_launcher"):

@@ -48,7 +48,8 @@ def parse(path: Path) -> Legit:
     assert text.startswith("# Idiom: "), f"{path.name}: the first line must be '# Idiom: <name>. <sentence>'"
     for key in ("Idiom", "Task", "Backend"):
         assert key in fields, f"{path.name}: the header needs a '# {key}:' line"
-    assert fields["Backend"].strip() == "cpp" and path.name.startswith("cpp_"), f"{path.name}: cpp only, named cpp_*"
+    assert fields["Backend"].strip() == "cpp" and path.name.startswith("cpp_"), (f"{path.name}: cpp only, "
+                                                                                "named cpp_*")
     return Legit(path, fields["Idiom"].split(". ", 1)[0], fields["Task"].strip(), "cpp")
 
 
@@ -119,7 +120,8 @@ def _table(selected: list[Legit]) -> None:
             speed = f"{timing.speedup:.2f}x" if timing and timing.speedup is not None else "-"
             rules = ", ".join(sorted({rule_of(r) for r in result.reasons}))
             first = (result.reasons[0] if result.reasons else "").replace("|", "/")[:120]
-            print(f"| {legit.path.name} | {legit.task_id} | {result.verdict.value} | {speed} | {rules} {first} |",
+            print(f"| {legit.path.name} | {legit.task_id} | {result.verdict.value} | {speed} | {rules} "
+                  f"{first} |",
                   flush=True)
 
 

@@ -1,4 +1,5 @@
 import pytest
+
 from kernelgym.skill_store.skill import AppliesWhen, Skill
 
 
@@ -14,13 +15,13 @@ def db_path(tmp_path):
 
 
 def _make_skill(skill_id: str, **overrides) -> Skill:
-    fields = dict(
-        id=skill_id,
-        title=f"title of {skill_id}",
-        technique=f"technique of {skill_id}",
-        applies_when=AppliesWhen(patterns=["matmul"], bound="compute", backends=["cpp"]),
-        code_pattern="for (;;) {}",
-    )
+    fields = {
+        "id": skill_id,
+        "title": f"title of {skill_id}",
+        "technique": f"technique of {skill_id}",
+        "applies_when": AppliesWhen(patterns=["matmul"], bound="compute", backends=["cpp"]),
+        "code_pattern": "for (;;) {}",
+    }
     fields.update(overrides)
     return Skill(**fields)
 

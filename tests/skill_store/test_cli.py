@@ -4,10 +4,10 @@ import json
 from pathlib import Path
 
 import pytest
-from kernelgym.skill_store.cli import app
 from typer.testing import CliRunner
 
 import kernelgym
+from kernelgym.skill_store.cli import app
 
 runner = CliRunner()
 SOLUTIONS = Path(kernelgym.__file__).parent / "solutions" / "cpp"

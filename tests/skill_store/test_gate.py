@@ -10,13 +10,13 @@ import json
 from pathlib import Path
 
 import pytest
+
+import kernelgym
+from kernelgym.errors import TaskNotFoundError
 from kernelgym.skill_store import SkillStore
 from kernelgym.skill_store.gate import Candidate, Gate, GateConfig, read_candidates
 from kernelgym.skill_store.skill import SkillFormatError
 from kernelgym.skill_store.store import SkillExistsError
-
-import kernelgym
-from kernelgym.errors import TaskNotFoundError
 
 SOLUTIONS = Path(kernelgym.__file__).parent / "solutions"
 HONEST = SOLUTIONS / "cpp" / "level1" / "1_ReLU.py"

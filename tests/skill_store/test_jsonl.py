@@ -4,6 +4,7 @@ import io
 import json
 
 import pytest
+
 from kernelgym.skill_store import SkillStore, seed_skills
 from kernelgym.skill_store.skill import SkillFormatError
 from kernelgym.skill_store.store import dump_jsonl, parse_jsonl
@@ -57,8 +58,8 @@ def test_reimport_bumps_only_changed_records(tmp_path, make_skill):
             r":2: a skill must be",
         ),
         (
-            '{"id": "ok-one", "title": "t", "technique": "x", "applies_when": {}}\n'
-            '{"id": "ok-one", "title": "t", "technique": "x", "applies_when": {}}\n',
+            ('{"id": "ok-one", "title": "t", "technique": "x", "applies_when": {}}\n'
+             '{"id": "ok-one", "title": "t", "technique": "x", "applies_when": {}}\n'),
             r":2: duplicate",
         ),
     ],

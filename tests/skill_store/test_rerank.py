@@ -1,6 +1,7 @@
 """LLM rerank through the Policy protocol, with a scripted policy; the BM25 fallback."""
 
 import pytest
+
 from kernelgym.skill_store import SkillStore
 from kernelgym.skill_store.rerank import RerankConfig, parse_ranked_ids, rerank
 from kernelgym.skill_store.retrieval import Retriever

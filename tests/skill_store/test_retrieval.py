@@ -1,12 +1,12 @@
 """Tokenizer, task queries, BM25 retrieval and its quality on the labelled bundled set."""
 
 import pytest
+
 from kernelgym.skill_store import SkillStore, seed_skills
 from kernelgym.skill_store.labels import evaluate_retrieval, load_labels
 from kernelgym.skill_store.query import query_for_source, query_for_task
 from kernelgym.skill_store.retrieval import Retriever
 from kernelgym.skill_store.tokens import tokenize
-
 from kernelgym.tasks import bundled
 
 # Measured with `python benchmarks/skill_retrieval.py` (BM25 alone): recall@5 0.877, MRR 0.932 over 189 rows.

@@ -15,7 +15,7 @@ def test_at_least_thirty_skills_across_backends():
 
 
 def test_required_techniques_are_present():
-    text = {s.id: " ".join([s.title, s.technique, s.code_pattern]).lower() for s in seed_skills()}
+    text = {s.id: f"{s.title} {s.technique} {s.code_pattern}".lower() for s in seed_skills()}
     wanted = {
         "coalesced": "coalesc",
         "vectorized loads": "float4",

@@ -4,6 +4,7 @@ import json
 import sqlite3
 
 import pytest
+
 from kernelgym.skill_store import SkillStore, default_db_path, open_store, seed_skills
 from kernelgym.skill_store.skill import AppliesWhen, Evidence, Skill, SkillFormatError, SkillNotFoundError
 from kernelgym.skill_store.store import SkillExistsError, StoreError

@@ -98,12 +98,13 @@ def test_content_hash_ignores_comments_and_whitespace():
 
 
 def test_cpu_size_substitutes_constants_and_derived_ones_follow():
-    source = PROBLEM.replace("dim = 32", "dim = 32\nhidden = dim * 4") + '\nKERNELGYM = {"sizes": {"cpu": {"dim": 8}}}\n'
+    source = PROBLEM.replace("dim = 32",
+                             "dim = 32\nhidden = dim * 4") + '\nKERNELGYM = {"sizes": {"cpu": {"dim": 8}}}\n'
     from kernelgym.tasks import task_from_source
 
     task = task_from_source(source, suite="user", level=1, file_name="1_X.py")
     namespace: dict = {}
-    exec(task.source_at("cpu"), namespace)
+    exec(task.source_at("cpu"), namespace)  # noqa: S102 - the bundled reference module, trusted
     assert namespace["dim"] == 8 and namespace["hidden"] == 32 and namespace["batch_size"] == 16
 
 

@@ -29,7 +29,8 @@ CASES = {
     "ignores_y": ("torch.tanh(x) + 0 * y.sum()", "ignores_input"),
     "nan": ("torch.log(x - 2.0) + y", "non_finite"),
     "tiny": ("(x + y) * 1e-7", "zeros_pass"),
-    "mean_minus_mean": ("(x - x.mean()).mean() + (y - y.mean()).mean() * 0 + x[:, :1] * 0", "constant_output"),
+    "mean_minus_mean": ("(x - x.mean()).mean() + (y - y.mean()).mean() * 0 + x[:, :1] * 0",
+                        "constant_output"),
 }
 
 

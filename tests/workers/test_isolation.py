@@ -56,7 +56,9 @@ print("PROBE-DONE", flush=True)
 
 lib = load_cpp(r"""
 #include <cstdint>
-extern "C" void relu(const float* x, float* y, int64_t n) {{ for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0 ? x[i] : 0; }}
+extern "C" void relu(const float* x, float* y, int64_t n) {{
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0 ? x[i] : 0;
+}}
 """)
 
 

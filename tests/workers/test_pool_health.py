@@ -1,4 +1,5 @@
-"""A worker whose own process touched the CUDA driver is replaced, and the evaluation it spoiled runs again."""
+"""A worker whose own process touched the CUDA driver is replaced, and the evaluation it spoiled runs
+again."""
 
 from pathlib import Path
 

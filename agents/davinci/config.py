@@ -1,0 +1,183 @@
+"""Config dataclasses of the daVinci agent and its trainers, settable from a file and the command line.
+
+`load_config(RLConfig, "rl.toml", ["episode.max_turns=2", "lr=1e-5"])` reads a TOML or JSON file into the
+dataclass (nested sections for nested dataclasses), then applies dotted `key=value` overrides; an unknown
+key anywhere is a ConfigError naming the known ones.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kernelgym.errors import ConfigError
+
+ROLES = ("selection", "policy", "summary")
+
+
+@dataclass
+class BackboneConfig:
+    model: str = "smollm2"  # "smollm2", a local checkpoint folder, or an SFT/RL output folder
+    dtype: str = "float32"
+    device: str = "cpu"
+    threads: int | None = None  # CPU threads for torch (None: half the cores)
+    # LoRA: one adapter per role over the shared base (role by adapter and prompt); off: one set of weights,
+    # the role given by the prompt alone.
+    lora: bool = False
+    lora_rank: int = 8
+    lora_alpha: int = 16
+    lora_targets: list[str] = field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"])
+    max_prompt_tokens: int = 1536  # longer prompts are cut in the middle of their longest message
+
+
+@dataclass
+class EpisodeConfig:
+    env_id: str = "KernelGym-L1-v0"
+    backend: str = "cpp"
+    size: str = "cpu"
+    max_turns: int = 2  # T policy turns
+    reward: str = "speedup"
+    eval_options: dict[str, Any] = field(default_factory=dict)
+    task_ids: list[str] | None = None  # the training split (None: all tasks of env_id)
+    # Skill selection.
+    skills: bool = True  # off: no skills in the policy's prompt (ablation)
+    rerank: bool = True  # off: BM25 order is used as is, and the selection role never generates
+    candidates: int = 6  # BM25 top-k shown to the selection role
+    use_skills: int = 2  # how many chosen skills go into the policy's prompt
+    skills_db: str | None = None  # None: a store in the run's output folder, seeded with the bundled library
+    # Skill summary and the gate.
+    summarize: str = "correct"  # "correct": after an episode with a correct solution; "never"
+    gate_runs: int = 2  # re-evaluations of the solution per gate decision
+    gate_threshold: float = 1.0
+    # Generation, per role.
+    temperature: float = 0.8
+    top_p: float = 1.0
+    selection_tokens: int = 64
+    policy_tokens: int = 768
+    summary_tokens: int = 256
+    history: int = 1  # earlier (reply, feedback) pairs kept in the policy's chat
+
+
+@dataclass
+class RoleRewardConfig:
+    gamma: float = 0.9  # discount of the policy's per-turn rewards
+    admitted: float = 1.0  # summary: the gate admitted the skill
+    rejected: float = 0.0  # summary: a well-formed skill the gate rejected
+    malformed: float = -0.5  # summary: a reply that does not parse into a skill
+    reuse: float = 0.5  # summary: per later episode (in the same step) that selected the admitted skill
+
+
+@dataclass
+class RLConfig:
+    backbone: BackboneConfig = field(default_factory=BackboneConfig)
+    episode: EpisodeConfig = field(default_factory=EpisodeConfig)
+    rewards: RoleRewardConfig = field(default_factory=RoleRewardConfig)
+    output_dir: str = "runs/davinci-rl"
+    steps: int = 10
+    tasks_per_step: int = 2
+    group_size: int = 4  # rollouts per task: the leave-one-out baselines are taken over this group
+    lr: float = 1e-5
+    max_grad_norm: float = 1.0
+    kl_coef: float = 0.0  # > 0: k3 KL to the starting (SFT) model on the trained tokens
+    role_weights: dict[str, float] = field(default_factory=lambda: {r: 1.0 for r in ROLES})
+    save_every: int = 5
+    seed: int = 0
+    workers: int = 1  # judge workers
+    resume: bool = True  # continue from the latest checkpoint in output_dir
+
+
+@dataclass
+class SFTDataConfig:
+    replay_backend: str | None = "cpp"  # replay the bundled example solutions of this backend (None: none)
+    bench_runs: list[str] = field(default_factory=list)  # trajectories.jsonl files of bench/env runs
+    external: list[str] = field(default_factory=list)  # JSONL of role-formatted examples or env turns
+    dedup: str = "ast"  # "ast" (normalised-AST hash), "minhash" (near-duplicates too), "none"
+    minhash_threshold: float = 0.85  # estimated Jaccard (token 5-gram shingles) from which two are duplicates
+    per_task_cap: int = 4  # policy examples per task
+    category_ratio: float = 3.0  # no category keeps more than ratio x the smallest category's count
+    seed: int = 0
+
+
+@dataclass
+class SFTConfig:
+    backbone: BackboneConfig = field(default_factory=BackboneConfig)
+    episode: EpisodeConfig = field(default_factory=EpisodeConfig)
+    data: SFTDataConfig = field(default_factory=SFTDataConfig)
+    output_dir: str = "runs/davinci-sft"
+    epochs: float = 2.0
+    max_steps: int = -1
+    lr: float = 5e-5
+    batch_size: int = 2
+    max_length: int = 2048
+    save_data: bool = True  # write the filtered examples to output_dir/sft_data.jsonl
+    workers: int = 1
+
+
+# Loading ---------------------------------------------------------------------------------------------------
+
+def load_config(cls: type, path: str | os.PathLike | None = None, overrides: list[str] | None = None):
+    """A `cls` from a TOML/JSON file (optional) and dotted `key=value` overrides."""
+    data: dict[str, Any] = {}
+    if path:
+        data = _read_file(Path(path))
+    for item in overrides or []:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"override {item!r} must be KEY=VALUE (dotted keys for sections)")
+        _set_dotted(data, key.strip().split("."), _parse_value(raw.strip()))
+    return build(cls, data)
+
+
+def _read_file(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read config {path}: {exc.strerror}") from None
+    try:
+        if path.suffix == ".json":
+            return json.loads(text)
+        import tomllib
+
+        return tomllib.loads(text)
+    except (ValueError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"config {path}: {exc}") from None
+
+
+def _parse_value(raw: str) -> Any:
+    try:
+        return json.loads(raw)  # numbers, true/false/null, lists, objects
+    except json.JSONDecodeError:
+        return raw
+
+
+def _set_dotted(data: dict[str, Any], keys: list[str], value: Any) -> None:
+    for key in keys[:-1]:
+        data = data.setdefault(key, {})
+        if not isinstance(data, dict):
+            raise ConfigError(f"{key} is not a section")
+    data[keys[-1]] = value
+
+
+def build(cls: type, data: dict[str, Any], where: str = ""):
+    """Build dataclass `cls` from a dict, recursing into nested dataclass fields; unknown keys fail."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where or cls.__name__} must be a table of settings")
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = set(data) - set(fields)
+    if unknown:
+        raise ConfigError(f"unknown setting(s) {sorted(where + k for k in unknown)}; known: {sorted(fields)}")
+    hints = typing.get_type_hints(cls)
+    values = {}
+    for name, value in data.items():
+        kind = hints[name]
+        values[name] = build(kind, value, f"{where}{name}.") if dataclasses.is_dataclass(kind) else value
+    return cls(**values)
+
+
+def to_dict(config: Any) -> dict[str, Any]:
+    return dataclasses.asdict(config)

@@ -1,0 +1,156 @@
+"""The RL phase: each step plays `group_size` episodes on each of `tasks_per_step` tasks, assigns per-role
+rewards and leave-one-out advantages, and takes one REINFORCE step.
+
+Written to `output_dir`: `trajectories.jsonl` (one role-tagged episode per line, with rewards and
+advantages), `skills_admitted.jsonl` (every skill the gate admitted, with its step), `metrics.jsonl`,
+TensorBoard scalars under `tensorboard/`, the skill store `skills.sqlite` (the library grows during
+training), and `checkpoint-<step>/` (backbone, optimizer, step); a rerun resumes from the latest one.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kernelgym.agents.davinci import rewards
+from kernelgym.agents.davinci.config import ROLES, RLConfig, to_dict
+from kernelgym.agents.davinci.reinforce import StepStats, make_optimizer, reinforce_step
+from kernelgym.agents.davinci.sft import _pool
+from kernelgym.agents.davinci.trajectory import Trajectory
+
+_CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
+
+
+@dataclass
+class RLResult:
+    output_dir: Path
+    steps_done: int = 0
+    admitted: list[str] = field(default_factory=list)
+    last_stats: StepStats | None = None
+    last_groups: list[list[Trajectory]] = field(default_factory=list)
+    gate_calls: int = 0
+
+
+def latest_checkpoint(folder: Path) -> tuple[int, Path] | None:
+    found = [(int(m[1]), p) for p in folder.glob("checkpoint-*") if (m := _CHECKPOINT.match(p.name))]
+    return max(found) if found else None
+
+
+def episode_metrics(groups: list[list[Trajectory]]) -> dict[str, float]:
+    """compile/correct rates over policy turns, fast_1 over episodes (best verified speedup > 1)."""
+    trajs = [t for g in groups for t in g]
+    verdicts = [v for t in trajs for v in t.verdicts]
+    n = max(len(verdicts), 1)
+    compiled = sum(v not in ("compile_error", "no_code") for v in verdicts)
+    return {"compile_rate": compiled / n, "correct_rate": sum(v == "ok" for v in verdicts) / n,
+            "fast_1": sum(t.best_verified_speedup > 1.0 for t in trajs) / max(len(trajs), 1),
+            "outcome_mean": sum(t.outcome for t in trajs) / max(len(trajs), 1)}
+
+
+def run_rl(config: RLConfig, *, backbone=None, pool=None, tensorboard: bool = True) -> RLResult:
+    import torch
+
+    from kernelgym.agents.davinci.backbone import Backbone
+    from kernelgym.agents.davinci.episode import EpisodeRunner
+    from kernelgym.skill_store import SkillStore
+
+    out = Path(config.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.json").write_text(json.dumps(to_dict(config), indent=1))
+    start, checkpoint = 0, latest_checkpoint(out) if config.resume else None
+    if checkpoint is not None:
+        start = checkpoint[0]
+        backbone = Backbone(_replace(config.backbone, model=str(checkpoint[1] / "model")))
+    backbone = backbone or Backbone(config.backbone)
+    optimizer = make_optimizer(backbone, config.lr)
+    if checkpoint is not None:
+        optimizer.load_state_dict(torch.load(checkpoint[1] / "optimizer.pt", weights_only=True))
+    result = RLResult(out, start)
+    writer = _writer(out) if tensorboard else None
+    with _pool(pool, config.workers) as judge:
+        store = SkillStore(config.episode.skills_db or out / "skills.sqlite")
+        runner = EpisodeRunner(config.episode, backbone, store, judge)
+        if checkpoint is not None:
+            runner.admitted |= set(json.loads((checkpoint[1] / "state.json").read_text())["admitted"])
+        task_ids = [t.id for t in runner.env.unwrapped.tasks]
+        try:
+            for step in range(start, config.steps):
+                _one_step(config, step, backbone, optimizer, runner, task_ids, result, writer, out)
+                if (step + 1) % config.save_every == 0 or step + 1 == config.steps:
+                    save_checkpoint(out / f"checkpoint-{step + 1}", backbone, optimizer, runner, step + 1)
+        finally:
+            runner.close()
+            store.close()
+            if writer is not None:
+                writer.close()
+    result.admitted = sorted(runner.admitted)
+    result.gate_calls = runner.gate_calls
+    return result
+
+
+def _one_step(config: RLConfig, step: int, backbone, optimizer, runner, task_ids, result: RLResult, writer,
+              out: Path) -> None:
+    import torch
+
+    torch.manual_seed(config.seed * 100_003 + step)
+    rng = random.Random(config.seed * 100_003 + step)  # resumable: the step alone picks the tasks
+    chosen = rng.sample(task_ids, min(config.tasks_per_step, len(task_ids)))
+    before = set(runner.admitted)
+    groups = [[runner.run(task_id) for _ in range(config.group_size)] for task_id in chosen]
+    rewards.assign(groups, config.rewards)
+    stats = reinforce_step(backbone, optimizer, [t for g in groups for t in g],
+                           max_grad_norm=config.max_grad_norm, role_weights=config.role_weights,
+                           kl_coef=config.kl_coef)
+    metrics = {**episode_metrics(groups), "loss": stats.loss, "grad_norm": stats.grad_norm, "kl": stats.kl,
+               "skills_admitted_total": len(runner.admitted), "gate_calls_total": runner.gate_calls}
+    for role in ROLES:
+        metrics[f"{role}/turns"] = stats.turns.get(role, 0)
+        metrics[f"{role}/tokens"] = stats.tokens.get(role, 0)
+        if role in stats.mean_reward:
+            metrics[f"{role}/reward"] = stats.mean_reward[role]
+            metrics[f"{role}/abs_advantage"] = stats.mean_abs_advantage[role]
+    _append(out / "metrics.jsonl", {"step": step + 1, **metrics})
+    for group in groups:
+        for traj in group:
+            _append(out / "trajectories.jsonl", {"step": step + 1, **traj.to_dict()})
+    for skill_id in sorted(runner.admitted - before):
+        traj = next(t for g in groups for t in g if t.candidate_id == skill_id)
+        _append(out / "skills_admitted.jsonl", {"step": step + 1, "skill_id": skill_id,
+                                                "task_id": traj.task_id, "reason": traj.gate_reason})
+    if writer is not None:
+        for key, value in metrics.items():
+            writer.add_scalar(key, value, step + 1)
+        writer.flush()
+    result.steps_done, result.last_stats, result.last_groups = step + 1, stats, groups
+
+
+def save_checkpoint(folder: Path, backbone, optimizer, runner, step: int) -> None:
+    import torch
+
+    backbone.save(folder / "model")
+    torch.save(optimizer.state_dict(), folder / "optimizer.pt")
+    (folder / "state.json").write_text(json.dumps({"step": step, "admitted": sorted(runner.admitted)}))
+
+
+def _append(path: Path, record: dict[str, Any]) -> None:
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+
+
+def _writer(out: Path):
+    from torch.utils.tensorboard import SummaryWriter
+
+    return SummaryWriter(str(out / "tensorboard"))
+
+
+def _replace(config, **changes):
+    import dataclasses
+
+    return dataclasses.replace(config, **changes)
+
+
+__all__ = ["RLResult", "episode_metrics", "latest_checkpoint", "run_rl", "save_checkpoint"]

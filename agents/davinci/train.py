@@ -1,0 +1,77 @@
+"""`kernelgym train sft|rl [--config FILE] [KEY=VALUE ...]` (also `python -m kernelgym.agents.davinci.train`).
+
+Every field of SFTConfig / RLConfig (agents/davinci/config.py) can be set in a TOML or JSON file and
+overridden on the command line with dotted keys, e.g.
+
+    kernelgym train sft --config sft.toml backbone.model=smollm2 episode.task_ids='["L1/1_ReLU"]'
+    kernelgym train rl backbone.model=runs/davinci-sft/model steps=20 group_size=4 episode.max_turns=2
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+
+import typer
+
+from kernelgym.errors import KernelGymError
+
+app = typer.Typer(help="Train the daVinci agent (skill selection, policy, skill summary on one backbone).",
+                  no_args_is_help=True, pretty_exceptions_enable=False)
+
+ConfigOpt = typer.Option(None, "--config", "-c", help="TOML or JSON file with the config's fields")
+OverridesArg = typer.Argument(None, help="KEY=VALUE overrides, dotted for sections (episode.max_turns=2)")
+PrintOpt = typer.Option(False, "--print-config", help="print the resolved config and exit")
+
+
+def _fail(message: str) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(1)
+
+
+@app.command("sft")
+def sft_command(config: str | None = ConfigOpt, overrides: list[str] | None = OverridesArg,
+                print_config: bool = PrintOpt) -> None:
+    """SFT cold start: replayed bundled solutions, bench runs, external JSONL; filtered; SFTTrainer."""
+    from kernelgym.agents.davinci.config import SFTConfig, load_config
+
+    try:
+        cfg = load_config(SFTConfig, config, overrides)
+        if print_config:
+            typer.echo(json.dumps(asdict(cfg), indent=1))
+            return
+        from kernelgym.agents.davinci.sft import run_sft
+
+        result = run_sft(cfg)
+    except KernelGymError as exc:
+        _fail(str(exc))
+    typer.echo(f"SFT done: {result.examples} examples (filter: {result.filter_report}); "
+               f"loss {result.train_loss}; model in {result.output_dir}")
+
+
+@app.command("rl")
+def rl_command(config: str | None = ConfigOpt, overrides: list[str] | None = OverridesArg,
+               print_config: bool = PrintOpt) -> None:
+    """Multi-turn REINFORCE with per-role advantages; resumes from the latest checkpoint in output_dir."""
+    from kernelgym.agents.davinci.config import RLConfig, load_config
+
+    try:
+        cfg = load_config(RLConfig, config, overrides)
+        if print_config:
+            typer.echo(json.dumps(asdict(cfg), indent=1))
+            return
+        from kernelgym.agents.davinci.rl import run_rl
+
+        result = run_rl(cfg)
+    except KernelGymError as exc:
+        _fail(str(exc))
+    typer.echo(f"RL done: {result.steps_done} steps; {len(result.admitted)} skills admitted "
+               f"({result.gate_calls} gate calls); outputs in {result.output_dir}")
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,144 @@
+"""A small real learning run of the daVinci agent: SmolLM2-135M, cpp (or triton) backend, bundled tasks.
+
+    python benchmarks/davinci_cpu_run.py --out runs/davinci-cpu [--rl-steps 3] [--model smollm2] \
+        [--device cuda] [--backend triton]
+
+The model runs on --device (cpu by default; cuda puts generation and training on the GPU while the cpp
+judge stays on the CPU cores).
+
+1. evaluate the base model on held-out level-1 tasks (no example solution ships for them);
+2. SFT cold start on the training split (the level-1 tasks whose example solution for the backend the
+   judge confirms);
+3. evaluate again; 4. RL (REINFORCE, per-role advantages) on the training split; 5. evaluate again.
+Writes `results.json` (compile rate, correct rate, fast_1 per phase; skills admitted during RL),
+`curves.png` (RL metrics per step) and TensorBoard logs under the phases' folders.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+HELD_OUT = ["L1/8_Sigmoid", "L1/9_Tanh", "L1/12_LeakyReLU", "L1/24_Mean_Dim"]
+JUDGE = {"timing_budget_s": 1.0}
+
+
+def train_split(backend: str) -> list[str]:
+    """The level-1 tasks with a bundled example solution for the backend (none of HELD_OUT has one)."""
+    from kernelgym.solutions import examples
+
+    ids = [e.task_id for e in examples(backend)]
+    return [t.removeprefix("bundled/") for t in ids if t.startswith("bundled/L1/")]
+
+
+def evaluate(backbone, pool, tokens: int) -> dict:
+    """One greedy episode (one policy turn, the BM25+rerank skills) per held-out task."""
+    from kernelgym.agents.davinci.config import EpisodeConfig
+    from kernelgym.agents.davinci.episode import EpisodeRunner
+    from kernelgym.agents.davinci.rl import episode_metrics
+    from kernelgym.skill_store import SkillStore
+
+    config = EpisodeConfig(max_turns=1, summarize="never", temperature=0.0, policy_tokens=tokens,
+                           eval_options=JUDGE, task_ids=HELD_OUT, **SETTING)
+    with SkillStore(Path(ARGS.out) / "eval-skills.sqlite") as store:
+        runner = EpisodeRunner(config, backbone, store, pool)
+        t0 = time.monotonic()
+        trajs = [runner.run(task) for task in HELD_OUT]
+        runner.close()
+    out = episode_metrics([trajs])
+    out["verdicts"] = {t.task_id: t.verdicts for t in trajs}
+    out["wall_s"] = round(time.monotonic() - t0, 1)
+    return out
+
+
+def main() -> None:
+    from kernelgym import EvalPool
+    from kernelgym.agents.davinci.backbone import Backbone
+    from kernelgym.agents.davinci.config import (
+        BackboneConfig,
+        EpisodeConfig,
+        RLConfig,
+        SFTConfig,
+        SFTDataConfig,
+    )
+    from kernelgym.agents.davinci.rl import run_rl
+    from kernelgym.agents.davinci.sft import run_sft
+
+    out = Path(ARGS.out)
+    out.mkdir(parents=True, exist_ok=True)
+    train = train_split(ARGS.backend)
+    backbone_config = BackboneConfig(model=ARGS.model, max_prompt_tokens=2048, threads=ARGS.threads,
+                                     device=ARGS.device)
+    results: dict = {"train": train, "held_out": HELD_OUT, "args": vars(ARGS)}
+    with EvalPool(workers=1) as pool:
+        backbone = Backbone(backbone_config)
+        results["before_sft"] = evaluate(backbone, pool, ARGS.tokens)
+        print("before SFT", results["before_sft"], flush=True)
+        sft = SFTConfig(backbone=backbone_config, output_dir=str(out / "sft"), epochs=ARGS.sft_epochs,
+                        lr=ARGS.sft_lr,
+                        batch_size=1, max_length=3072, data=SFTDataConfig(replay_backend=ARGS.backend),
+                        episode=EpisodeConfig(task_ids=train, max_turns=1, eval_options=JUDGE, **SETTING))
+        t0 = time.monotonic()
+        sft_result = run_sft(sft, backbone=backbone, pool=pool)
+        results["sft"] = {"examples": sft_result.examples, "filter": sft_result.filter_report,
+                          "train_loss": sft_result.train_loss, "wall_s": round(time.monotonic() - t0, 1)}
+        results["after_sft"] = evaluate(backbone, pool, ARGS.tokens)
+        print("after SFT", results["after_sft"], flush=True)
+        rl = RLConfig(backbone=BackboneConfig(model=str(sft_result.output_dir), max_prompt_tokens=2048,
+                                              threads=ARGS.threads, device=ARGS.device),
+                      episode=EpisodeConfig(task_ids=train, max_turns=ARGS.turns, eval_options=JUDGE,
+                                            policy_tokens=ARGS.tokens, gate_runs=2, **SETTING),
+                      output_dir=str(out / "rl"), steps=ARGS.rl_steps, tasks_per_step=2, group_size=2,
+                      lr=ARGS.rl_lr, save_every=ARGS.rl_steps)
+        t0 = time.monotonic()
+        rl_result = run_rl(rl, backbone=backbone, pool=pool)
+        results["rl"] = {"steps": rl_result.steps_done, "skills_admitted": rl_result.admitted,
+                         "gate_calls": rl_result.gate_calls, "wall_s": round(time.monotonic() - t0, 1)}
+        results["after_rl"] = evaluate(backbone, pool, ARGS.tokens)
+        print("after RL", results["after_rl"], flush=True)
+    (out / "results.json").write_text(json.dumps(results, indent=1))
+    plot(out)
+
+
+def plot(out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [json.loads(line) for line in (out / "rl" / "metrics.jsonl").read_text().splitlines()]
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.2))
+    steps = [r["step"] for r in rows]
+    for key in ("compile_rate", "correct_rate", "fast_1"):
+        axes[0].plot(steps, [r[key] for r in rows], marker="o", label=key)
+    for role in ("selection", "policy", "summary"):
+        axes[1].plot(steps, [r.get(f"{role}/reward", float("nan")) for r in rows], marker="o", label=role)
+    axes[2].plot(steps, [r["skills_admitted_total"] for r in rows], marker="o")
+    for ax, title in zip(axes, ("rollouts (training tasks)", "mean reward per role", "skills admitted")):
+        ax.set_title(title)
+        ax.set_xlabel("RL step")
+    axes[0].legend()
+    axes[1].legend()
+    fig.tight_layout()
+    fig.savefig(out / "curves.png", dpi=100)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", default="runs/davinci-cpu")
+    parser.add_argument("--model", default="smollm2")
+    parser.add_argument("--tokens", type=int, default=384, help="max new tokens of a policy turn")
+    parser.add_argument("--turns", type=int, default=1, help="policy turns per RL episode")
+    parser.add_argument("--sft-epochs", type=float, default=3.0)
+    parser.add_argument("--sft-lr", type=float, default=5e-5)
+    parser.add_argument("--rl-steps", type=int, default=3)
+    parser.add_argument("--rl-lr", type=float, default=1e-5)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--device", default="cpu", help="where the model runs: cpu or cuda")
+    parser.add_argument("--backend", default="cpp", help="cpp (CPU judge) or triton (GPU judge, gpu size)")
+    ARGS = parser.parse_args()
+    SETTING = {"backend": ARGS.backend, "size": "gpu" if ARGS.backend != "cpp" else "cpu"}
+    main()

@@ -1,0 +1,483 @@
+"""The fast build of a KernelBench-style `load_inline` extension: the same sources, the same Python module.
+
+torch compiles one unit, `<torch/extension.h>` + the user's C++ + pybind11 bindings, with the user's flags.
+Measured with gcc 12 and torch 2.13 (benchmarks/build_speed.md): even with torch's precompiled header, about
+15 CPU-seconds of that unit go to instantiating the templates of `torch/extension.h` itself (pybind11,
+torch::nn), which every unit that includes it pays whatever its code; `<torch/types.h>` costs a quarter.
+So the build is split:
+
+- user unit (`main.cpp`): the user's C++ with the user's flags, where `<torch/extension.h>` resolves to a
+  light header (`<torch/types.h>`: tensors, factories, ATen ops, TORCH_CHECK, dispatch macros), precompiled
+  once per set of flags that gcc tells apart (-O2 and -O3 share one). A generated tail names each bound
+  function's type in a symbol (an explicit template instantiation) and exports its address.
+- CUDA unit (`cuda.cu`): the user's CUDA with torch's nvcc flags, the same light header and one target
+  architecture, compiled alongside the user unit.
+- bindings unit: pybind11 definitions for those function types only, compiled with fixed flags and torch's
+  full header (precompiled once, whatever the user's flags) and cached by the types, so a new solution whose
+  functions have the signatures of an earlier one reuses it. Names and addresses come from the user unit.
+
+Whatever this path cannot do exactly like torch (flags that could change the ABI between units, a source that
+needs the full header, types the bindings unit cannot name) makes `build_into` return None, and torch's own
+build runs instead. The compiler runs in kernelgym's trusted worker; the candidate only imports the result.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sysconfig
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from kernelgym import kernels
+
+BINDINGS_FLAGS = ("-O2",)  # the bindings unit's own flags: fixed, so its precompiled header is shared
+LIGHT_HEADER = (
+    "#pragma once\n// kernelgym: <torch/extension.h> without pybind11 and torch::nn\n"
+    "#include <torch/types.h>\n"
+)
+MAX_LIGHT_PCH = 8  # light precompiled headers kept (about 0.3 GB each); other flag sets compile without one
+
+# Flags of `extra_cflags` that change code generation only, never the layout of torch's or the standard
+# library's types: with any other flag the user unit and the bindings unit could disagree, so torch builds it.
+_SAFE_CFLAG = re.compile(
+    r"-O[0-3sz]?|-Ofast|-g\w*|-w|-W(?![lap],)[\w=+-]*|-march=[\w.+-]+|-mtune=[\w.+-]+"
+    r"|-m(avx\w*|fma|f16c|bmi2?|sse[\w.]*)"
+    r"|-f(no-)?(openmp|openmp-simd|fast-math|unroll-loops|tree-vectorize|math-errno|strict-aliasing|"
+    r"omit-frame-pointer|PIC|pic|finite-math-only|unsafe-math-optimizations)|-DNDEBUG|-std=(c|gnu)\+\+(17|20)"
+)
+# Text that says the source wants more of torch than the light header declares.
+_WANTS_FULL_HEADER = re.compile(
+    r"\bpy::|\bpybind11\b|PYBIND11_|\bTHP\w+|torch::(nn|optim|data|jit|autograd|serialize|python|cuda|"
+    r"Library|library)\b|TORCH_LIBRARY|torch/(all|python|nn|optim|script)\.h"
+)
+# Compiler messages that mean a declaration was missing: perhaps only from the light header, so torch's
+# build is tried; any other error is the user's own and is reported as it is.
+_MISSING_DECLARATION = re.compile(
+    r"was not declared|has not been declared|is not a member of|does not name a type|has no member|"
+    r"is undefined|incomplete type|not a template|not declared in this scope"
+)
+_SIGNATURE = re.compile(r"kernelgym_signature_(\d+)<(.*)>\(\)\s*$")
+
+
+@dataclass
+class SplitTimes:
+    """Wall-clock seconds of each step of one split build (written next to the library as build.json)."""
+
+    light_pch_s: float = 0.0
+    user_unit_s: float = 0.0
+    cuda_unit_s: float = 0.0
+    bindings_s: float = 0.0
+    link_s: float = 0.0
+    total_s: float = 0.0
+    bindings_cached: bool = False
+    notes: list[str] = field(default_factory=list)
+
+
+class _Fallback(Exception):
+    """This request is built by torch's own path instead (the message says why)."""
+
+
+# The split CUDA build compiles and links without a GPU but was never imported on one: off until it has been.
+SPLIT_CUDA = False
+
+
+def eligible(request) -> str | None:
+    """Why the split path will not take this request (None: it will)."""
+    if not request.functions:
+        return "no `functions`: the sources bind themselves"
+    unsafe = [f for f in request.extra_cflags if not _SAFE_CFLAG.fullmatch(f.strip())]
+    if unsafe:
+        return f"extra_cflags that could change the ABI between units: {unsafe}"
+    if _WANTS_FULL_HEADER.search("\n".join(request.cpp_sources + request.cuda_sources)):
+        return "the sources use parts of torch outside <torch/types.h>"
+    if request.cuda_sources and not SPLIT_CUDA:
+        return "CUDA sources: the split CUDA build has not run on a GPU yet (torch_ext_split.SPLIT_CUDA)"
+    if request.cuda_sources and not shutil.which("nvcc"):
+        return "no nvcc"
+    return None
+
+
+def build_into(request, folder: Path, root: Path | None = None) -> SplitTimes | None:
+    """Build `<folder>/<name>.so` the split way; None when torch's own build should run instead.
+    Raises kernels.BuildError for errors in the user's own code."""
+    if eligible(request) is not None:
+        return None
+    times = SplitTimes()
+    started = time.monotonic()
+    work = folder / "split"
+    work.mkdir()
+    try:
+        _build(request, work, folder / f"{request.name}.so", root, times)
+    except _Fallback as why:
+        times.notes.append(str(why))
+        return None
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    times.total_s = round(time.monotonic() - started, 3)
+    (folder / "build.json").write_text(json.dumps(asdict(times)))
+    return times
+
+
+def warm_up(root: Path | None = None, extra_cflags: tuple[str, ...] = ()) -> None:
+    """Precompile the light header for these user flags and torch's header for the bindings unit, side by side
+    (the first build otherwise pays both; a worker can call this when it starts)."""
+    from kernelgym import torch_ext
+
+    with ThreadPoolExecutor(2) as pool:
+        light = pool.submit(
+            _light_header_dir, [*_torch_cflags("kernelgym_pch"), *extra_cflags], root, SplitTimes()
+        )
+        full = pool.submit(torch_ext.precompiled_header_dir, list(BINDINGS_FLAGS), root)
+        light.result(), full.result()
+
+
+def _build(request, work: Path, library: Path, root: Path | None, times: SplitTimes) -> None:
+    from kernelgym import torch_ext
+
+    user_flags = [*_torch_cflags(request.name), *request.extra_cflags]
+    with ThreadPoolExecutor(1) as pool:  # the bindings' header precompiles (once) while the user unit builds
+        bindings_pch = pool.submit(torch_ext.precompiled_header_dir, list(BINDINGS_FLAGS), root)
+        _build_units(request, work, library, (root, bindings_pch), times, user_flags)
+
+
+def _build_units(request, work: Path, library: Path, roots, times: SplitTimes, user_flags) -> None:
+    root, bindings_pch = roots
+    light = _light_header_dir(user_flags, root, times)
+    user_unit = "#include <torch/extension.h>\n" + "\n".join(request.cpp_sources) + "\n"
+    user_unit += _user_tail(request.name, request.functions)
+    (work / "main.cpp").write_text(user_unit, errors="surrogatepass")
+    jobs = {"user": _start([_cxx(), f"-I{light}", *user_flags, "-c", "main.cpp", "-o", "main.o"], work)}
+    try:
+        if request.cuda_sources:
+            cuda_unit = _CUDA_PRELUDE + "\n".join(request.cuda_sources)
+            (work / "cuda.cu").write_text(cuda_unit, errors="surrogatepass")
+            nvcc = ["nvcc", f"-I{_plain_light_dir(root)}", *_nvcc_flags(request)]
+            jobs["cuda"] = _start([*nvcc, "-c", "cuda.cu", "-o", "cuda.o"], work)
+        _finish(jobs["user"], "user", times)
+        signatures = _signatures(work / "main.o", len(request.functions))
+        bindings = _bindings_object(signatures, root, times, bindings_pch)
+        if "cuda" in jobs:
+            _finish(jobs["cuda"], "cuda", times)
+    finally:
+        for process, _ in jobs.values():  # a unit that failed leaves the other one nothing to do
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+    objects = ["main.o", *(["cuda.o"] if request.cuda_sources else []), str(bindings)]
+    libraries = _torch_ldflags(bool(request.cuda_sources))
+    link = [_cxx(), *objects, "-shared", *request.extra_ldflags, *libraries, "-o", str(library)]
+    _finish(_start(link, work), "link", times)
+
+
+_CUDA_PRELUDE = "#include <torch/types.h>\n#include <cuda.h>\n#include <cuda_runtime.h>\n"
+
+
+def _user_tail(name: str, functions) -> str:
+    """Appended to the user unit: each function's type as a symbol, its address, the names, the entry."""
+    lines = ["", "// kernelgym: what the shared bindings unit needs from this solution"]
+    for i, fn in enumerate(functions):
+        lines += [
+            f"template <class T> void kernelgym_signature_{i}() {{}}",
+            f"template void kernelgym_signature_{i}<decltype(&{fn})>();",
+            f'extern "C" void* kernelgym_function_{i}() {{ return reinterpret_cast<void*>(&{fn}); }}',
+        ]
+    names = ", ".join(f'"{fn}"' for fn in functions)
+    lines += [
+        f'extern "C" const char* const kernelgym_function_names[] = {{{names}}};',
+        'extern "C" void* PyInit_kernelgym_bindings();',
+        (f'extern "C" __attribute__((visibility("default"))) void* PyInit_{name}() '
+         "{ return PyInit_kernelgym_bindings(); }"),
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _bindings_source(signatures: list[str]) -> str:
+    lines = ["#include <torch/extension.h>", 'extern "C" const char* const kernelgym_function_names[];']
+    body = []
+    for i, signature in enumerate(signatures):
+        lines += [f'extern "C" void* kernelgym_function_{i}();', f"using kernelgym_type_{i} = {signature};"]
+        body.append(
+            f"  m.def(kernelgym_function_names[{i}], "
+            f"reinterpret_cast<kernelgym_type_{i}>(kernelgym_function_{i}()), kernelgym_function_names[{i}]);"
+        )
+    return "\n".join([*lines, "PYBIND11_MODULE(kernelgym_bindings, m) {", *body, "}", ""])
+
+
+def _signatures(obj: Path, count: int) -> list[str]:
+    """The function-pointer types the user unit recorded, as the demangler spells them."""
+    try:
+        out = subprocess.run(
+            ["nm", "-C", "--defined-only", str(obj)], capture_output=True, text=True, timeout=60
+        , check=False).stdout
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise _Fallback(f"nm failed: {exc}") from None
+    found: dict[int, str] = {}
+    for line in out.splitlines():
+        match = _SIGNATURE.search(line)
+        if match:
+            found[int(match.group(1))] = match.group(2)
+    if sorted(found) != list(range(count)) or any(
+        "anonymous namespace" in s or "lambda" in s for s in found.values()
+    ):
+        raise _Fallback("function types that the bindings unit cannot name")
+    return [found[i] for i in range(count)]
+
+
+def _bindings_object(signatures: list[str], root: Path | None, times: SplitTimes, pch_future) -> Path:
+    """The compiled bindings for these function types: from the cache, else compiled into it."""
+    flags = [*_torch_cflags("kernelgym_bindings"), *BINDINGS_FLAGS]
+    key = _digest([*signatures, "\0", *flags, _toolchain_id()])
+    target = (root or kernels.cache_root()) / "torch_ext_bindings" / key / "bindings.o"
+    if target.exists():
+        times.bindings_cached = True
+        return target
+    started = time.monotonic()
+    pch = pch_future.result()  # torch's full header, precompiled for the bindings' fixed flags
+    include = [f"-I{pch}"] if pch is not None else []
+
+    def compile_into(folder: Path) -> None:
+        (folder / "bindings.cpp").write_text(_bindings_source(signatures))
+        done = _run([_cxx(), *include, *flags, "-c", "bindings.cpp", "-o", "bindings.o"], folder)
+        if done.returncode != 0:  # a type the demangler spelled in a way C++ does not accept
+            raise _Fallback("the bindings unit did not compile: " + done.stderr[-500:])
+
+    kernels.build_folder(target.parent, compile_into)
+    times.bindings_s = round(time.monotonic() - started, 3)
+    return target
+
+
+def _start(argv: list[str], cwd: Path) -> tuple[subprocess.Popen, float]:
+    return subprocess.Popen(
+        argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    ), time.monotonic()
+
+
+def _finish(job: tuple[subprocess.Popen, float], step: str, times: SplitTimes) -> None:
+    process, started = job
+    try:
+        log, _ = process.communicate(timeout=600)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
+        raise kernels.BuildError(f"the {step} compile ran past 600 s", "") from None
+    setattr(
+        times,
+        {"user": "user_unit_s", "cuda": "cuda_unit_s", "link": "link_s"}[step],
+        round(time.monotonic() - started, 3),
+    )
+    if process.returncode == 0:
+        return
+    if step == "link" or _MISSING_DECLARATION.search(log):
+        raise _Fallback(f"{step} step failed; torch's build decides")
+    raise kernels.BuildError("compilation failed", log)
+
+
+def _run(argv: list[str], cwd: Path, timeout_s: float = 900) -> subprocess.CompletedProcess:
+    try:
+        return subprocess.run(argv, cwd=cwd, capture_output=True, check=False, text=True, timeout=timeout_s)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise _Fallback(f"{argv[0]} did not run: {exc}") from None
+
+
+def _cxx() -> str:
+    return os.environ.get("CXX", "c++")  # what torch's cpp_extension uses
+
+
+def _digest(parts: list[str]) -> str:
+    return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def _toolchain_id() -> str:
+    import torch
+
+    return "|".join(
+        [torch.__version__, shutil.which(_cxx()) or _cxx(), sysconfig.get_config_var("EXT_SUFFIX") or ""]
+    )
+
+
+_CFLAGS_CACHE: dict[str, list[str]] = {}
+
+
+def _torch_cflags(name: str) -> list[str]:
+    """torch's own compile flags for a host unit of extension `name` (read from the ninja file it writes)."""
+    import shlex
+    import tempfile
+
+    if "base" not in _CFLAGS_CACHE:
+        from torch.utils import cpp_extension
+
+        with tempfile.TemporaryDirectory() as tmp:
+            options = {
+                "path": os.path.join(tmp, "build.ninja"),
+                "name": "KGNAME",
+                "sources": [os.path.join(tmp, "x.cpp")],
+                "extra_cflags": [],
+                "extra_cuda_cflags": [],
+                "extra_ldflags": [],
+                "extra_include_paths": [],
+                "with_cuda": False,
+                "is_standalone": False,
+            }
+            import inspect
+
+            accepted = inspect.signature(cpp_extension._write_ninja_file_to_build_library).parameters
+            options.update(
+                {k: v for k, v in (("extra_sycl_cflags", []), ("with_sycl", False)) if k in accepted}
+            )
+            try:
+                cpp_extension._write_ninja_file_to_build_library(**options)
+                text = Path(options["path"]).read_text()
+            except Exception as exc:  # noqa: BLE001 - a private torch function: any failure means torch's build
+                raise _Fallback(f"torch's build flags are unavailable: {exc}") from None
+        line = next((ln for ln in text.splitlines() if ln.startswith("cflags = ")), None)
+        if line is None:
+            raise _Fallback("torch's ninja file has no cflags")
+        _CFLAGS_CACHE["base"] = shlex.split(line[len("cflags = ") :])
+    return [
+        f.replace("KGNAME", name) if f.startswith("-DTORCH_EXTENSION_NAME=") else f
+        for f in _CFLAGS_CACHE["base"]
+    ]
+
+
+def _cuda_home() -> str | None:
+    from torch.utils import cpp_extension
+
+    home = (
+        getattr(cpp_extension, "CUDA_HOME", None)
+        or os.environ.get("CUDA_HOME")
+        or os.environ.get("CUDA_PATH")
+    )
+    if home:
+        return home
+    return "/usr/local/cuda" if os.path.isdir("/usr/local/cuda/include") else None
+
+
+def _nvcc_flags(request) -> list[str]:
+    """torch's nvcc flags for the CUDA unit (its common flags, COMMON_NVCC_FLAGS, -fPIC, the user's, -std),
+    with one target architecture unless the user named their own."""
+    from torch.utils import cpp_extension
+
+    common = [f for f in _torch_cflags(request.name) if f not in ("-fPIC",) and not f.startswith("-std=")]
+    home = _cuda_home()
+    if home is None:
+        raise _Fallback("CUDA_HOME not found")
+    user = [f.strip() for f in request.extra_cuda_cflags]
+    names_arch = any(
+        f.startswith(("-arch", "--gpu-architecture", "-gencode", "--generate-code")) for f in user
+    )
+    arch = kernels.cuda_arch()
+    flags = [
+        *common,
+        "-isystem",
+        os.path.join(home, "include"),
+        *cpp_extension.COMMON_NVCC_FLAGS,
+        *([] if names_arch else [f"-gencode=arch=compute_{arch},code=sm_{arch}"]),
+        "--compiler-options",
+        "-fPIC",
+        *user,
+    ]
+    if not any(f.startswith("-std=") for f in flags):
+        flags.append("-std=c++20")
+    if os.environ.get("CC"):
+        flags = ["-ccbin", os.environ["CC"], *flags]
+    return flags
+
+
+def _torch_ldflags(with_cuda: bool) -> list[str]:
+    """torch's libraries for a Python extension (as cpp_extension links them)."""
+    from torch.utils import cpp_extension
+
+    flags = [
+        f"-L{cpp_extension.TORCH_LIB_PATH}",
+        "-lc10",
+        *(["-lc10_cuda"] if with_cuda else []),
+        "-ltorch_cpu",
+        *(["-ltorch_cuda"] if with_cuda else []),
+        "-ltorch",
+        "-ltorch_python",
+    ]
+    if with_cuda:
+        home = _cuda_home() or "/usr/local/cuda"
+        lib = (
+            os.path.join(home, "lib64")
+            if os.path.isdir(os.path.join(home, "lib64"))
+            else os.path.join(home, "lib")
+        )
+        flags += [f"-L{lib}", "-lcudart"]
+    return flags
+
+
+def _plain_light_dir(root: Path | None) -> Path:
+    """A folder whose `torch/extension.h` is the light header (no precompiled header: for nvcc)."""
+    folder = (root or kernels.cache_root()) / "torch_light" / "plain"
+    if not (folder / "torch" / "extension.h").exists():
+
+        def fill(tmp: Path) -> None:
+            (tmp / "torch").mkdir()
+            (tmp / "torch" / "extension.h").write_text(LIGHT_HEADER)
+
+        kernels.build_folder(folder, fill)
+    return folder
+
+
+def _light_header_dir(user_flags: list[str], root: Path | None, times: SplitTimes) -> Path:
+    """The light header, precompiled for these flags (built on first use; past the cap, without one).
+
+    gcc uses a precompiled header only when the macros it depends on, the target options, -fPIC and the debug
+    level match, so the key is gcc's own list of predefined macros for the flags plus those options: -O2, -O3
+    and warnings share one; -fopenmp or -march=native get their own. A wrong guess costs only time.
+    """
+    flags = [f for f in user_flags if not f.startswith("-DTORCH_EXTENSION_NAME=")]
+    base = (root or kernels.cache_root()) / "torch_light"
+    try:
+        macros = subprocess.run(
+            [_cxx(), *flags, "-dM", "-E", "-x", "c++", os.devnull],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return _plain_light_dir(root)
+    options = sorted(
+        f for f in flags if f.startswith(("-m", "-g")) or f.lower().lstrip("-f").startswith(("pic", "pie"))
+    )
+    folder = base / _digest([macros, *options, _toolchain_id()])
+    if (folder / "torch" / "extension.h.gch").exists():
+        return folder
+    if len(list(base.glob("[0-9a-f]*"))) >= MAX_LIGHT_PCH:
+        return _plain_light_dir(root)
+    started = time.monotonic()
+
+    def fill(tmp: Path) -> None:
+        (tmp / "torch").mkdir()
+        (tmp / "torch" / "extension.h").write_text(LIGHT_HEADER)
+        done = _run(
+            [
+                _cxx(),
+                *flags,
+                "-x",
+                "c++-header",
+                "torch/extension.h",
+                "-o",
+                "torch/extension.h.gch",
+            ],
+            tmp,
+        )
+        if done.returncode != 0:
+            raise _Fallback("the light header did not precompile: " + done.stderr[-300:])
+
+    try:
+        kernels.build_folder(folder, fill)
+    except _Fallback:
+        return _plain_light_dir(root)
+    times.light_pch_s = round(time.monotonic() - started, 3)
+    return folder

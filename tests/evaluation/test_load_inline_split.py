@@ -1,0 +1,85 @@
+"""The split build of load_inline extensions: the same module as torch's build, or torch's build itself."""
+
+import subprocess
+import time
+
+import pytest
+
+from kernelgym import kernels, torch_ext, torch_ext_split
+from kernelgym.torch_ext import ExtensionRequest
+
+RELU = r"""
+#include <torch/extension.h>
+torch::Tensor relu_forward(torch::Tensor x) {
+    auto y = torch::empty_like(x);
+    const float* in = x.data_ptr<float>();
+    float* out = y.data_ptr<float>();
+    for (int64_t i = 0; i < x.numel(); ++i) out[i] = in[i] > 0.f ? in[i] : 0.f;
+    return y;
+}
+"""
+
+
+def request(source=RELU, functions=("relu_forward",), cflags=(), name="kg_split_relu"):
+    return ExtensionRequest(name, (f"{source}\n// {time.time_ns()}\n",), (), functions, cflags)
+
+
+def test_only_requests_it_can_build_exactly_like_torch_take_the_split_path():
+    assert torch_ext_split.eligible(request()) is None
+    assert (
+        torch_ext_split.eligible(request(cflags=("-O3", "-fopenmp", "-march=native", "-Wall", "-DNDEBUG")))
+        is None
+    )
+    assert "ABI" in torch_ext_split.eligible(request(cflags=("-D_GLIBCXX_DEBUG",)))
+    assert "ABI" in torch_ext_split.eligible(request(cflags=("-Wp,-D_GLIBCXX_DEBUG",)))
+    assert "bind themselves" in torch_ext_split.eligible(request(functions=()))
+    assert "outside" in torch_ext_split.eligible(request(RELU + "namespace F = torch::nn::functional;"))
+    assert "outside" in torch_ext_split.eligible(request(RELU + "PYBIND11_MODULE(x, m) {}"))
+
+
+def test_the_user_unit_names_each_function_type_for_the_bindings(tmp_path):
+    """The generated tail, compiled with the user's code, spells each type for the bindings unit."""
+    source = (
+        "#include <vector>\n#include <cstdint>\n"
+        "double scale(const std::vector<int64_t>& xs, float f, bool b) { return f; }\n"
+        "namespace { struct Hidden {}; }\nHidden hidden() { return {}; }\n"
+    )
+    (tmp_path / "u.cpp").write_text(source + torch_ext_split._user_tail("ext", ("scale",)))
+    subprocess.run(["g++", "-std=c++17", "-c", "u.cpp", "-o", "u.o"], cwd=tmp_path, check=True)
+    (signature,) = torch_ext_split._signatures(tmp_path / "u.o", 1)
+    assert signature == "double (*)(std::vector<long, std::allocator<long> > const&, float, bool)"
+    (tmp_path / "h.cpp").write_text(source + torch_ext_split._user_tail("ext", ("hidden",)))
+    subprocess.run(["g++", "-std=c++17", "-c", "h.cpp", "-o", "h.o"], cwd=tmp_path, check=True)
+    with pytest.raises(torch_ext_split._Fallback):  # a type only the user's unit can name: torch's build
+        torch_ext_split._signatures(tmp_path / "h.o", 1)
+
+
+@pytest.mark.slow
+def test_a_split_build_is_the_module_torch_would_build_and_shares_its_bindings():
+    import torch
+
+    first = torch_ext.build(request())
+    steps = (first / "build.json").read_text()
+    module = torch_ext._import("kg_split_relu", first / "kg_split_relu.so")
+    x = torch.randn(1000)
+    assert torch.equal(module.relu_forward(x), torch.relu(x))
+    assert module.__name__ == "kg_split_relu" and "relu_forward" in module.relu_forward.__doc__
+    with pytest.raises(TypeError):  # pybind11's own argument checking, as with torch's build
+        module.relu_forward("not a tensor")
+    # Another name: one process keeps the first module of a name (torch's own builds behave the same).
+    doubling = request(RELU.replace("0.f ? in[i]", "0.f ? 2 * in[i]"), cflags=("-O3",), name="kg_split_relu2")
+    second = torch_ext.build(doubling)
+    assert '"bindings_cached": true' in (second / "build.json").read_text(), steps  # same signature: reused
+    doubled = torch_ext._import("kg_split_relu2", second / "kg_split_relu2.so").relu_forward(x)
+    assert torch.equal(doubled, 2 * torch.relu(x))
+
+
+@pytest.mark.slow
+def test_errors_in_the_users_code_are_reported_and_other_sources_go_to_torchs_build():
+    with pytest.raises(kernels.BuildError) as error:
+        torch_ext.build(request(RELU.replace("return y;", "return y")))
+    assert "main.cpp" in error.value.log and "expected" in error.value.log
+    # The light header lacks torch::special: the split build gives way and torch's build compiles it.
+    needs_full = RELU.replace("return y;", "return torch::special::expit(y);")
+    folder = torch_ext.build(request(needs_full))
+    assert (folder / "kg_split_relu.so").exists() and not (folder / "build.json").exists()
