@@ -27,8 +27,8 @@ from typing import Any
 
 from kernelgym.agents import baselines
 from kernelgym.agents.baselines.common import EpisodeRecord, episode_key
-from kernelgym.agents.report import episode_judged
 from kernelgym.agents.eta import eta_warning
+from kernelgym.agents.report import episode_judged
 from kernelgym.errors import KernelGymError, did_you_mean
 
 # Fields that define a run: a rerun into the same folder must agree on these (tasks and samples may grow).

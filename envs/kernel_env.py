@@ -263,24 +263,20 @@ class KernelEnv(gym.Env[Observation, Action]):
             reward, verdict = float(self._reward_fn(result, state)), result.verdict.value
             ep.feedback = result.to_feedback(self.config.max_feedback_chars)
         not_judged = result is not None and not judged(result)
-        if not_judged:
-            reward = self._not_judged(ep)
-        else:
-            self._record(ep, result, parsed.code)
+        reward = self._not_judged(ep) if not_judged else self._record(ep, result, parsed.code) or reward
         ep.rewards.append(reward)
         ep.verdicts.append(verdict)
         target = self.config.target_speedup
         reached = bool(target and result is not None and (result.verified_speedup or 0.0) >= target)
         ep.terminated = parsed.done or reached
-        cut_short = not_judged and ep.unjudged > self.config.max_unjudged_turns
         if reached:
             ep.feedback += f"\nTarget speedup {target:g}x reached: the episode is over."
         elif parsed.done and result is not None:
             ep.feedback += "\nEpisode finished at your request."
         info = self._step_info(ep, result, parsed, verdict)
-        info["judged"] = not not_judged
         if self._writer is not None:
             self._write(ep, prompt_seen, feedback_seen, reply, parsed, result, reward, info)
+        cut_short = not_judged and ep.unjudged > self.config.max_unjudged_turns  # the judge kept failing
         return self._observation(), reward, ep.terminated, cut_short, cast(StepInfo, without_none(info))
 
     def render(self) -> str | None:
@@ -384,6 +380,7 @@ class KernelEnv(gym.Env[Observation, Action]):
             "turn": ep.turn,
             "turns_left": self.config.max_turns - ep.turn,
             "verdict": verdict,
+            "judged": result is None or judged(result),  # False: the judge failed, the turn was given back
             "result": result.to_dict() if result is not None else None,
             "solution": parsed.code,
             "reply_parse": parsed.origin,

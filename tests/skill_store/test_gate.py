@@ -156,7 +156,6 @@ def test_candidate_files(tmp_path):
 
 def test_a_run_the_judge_failed_decides_nothing_and_stores_nothing(db_path):
     from kernelgym.skill_store.skill import Solution
-
     from kernelgym.workers.pool import EvalPool
 
     store = SkillStore(db_path, seed=False)
