@@ -90,7 +90,9 @@ def fenced(source: str) -> str:
     return f"```python\n{source}\n```"
 
 
-def run_env(index: int, env, plan: list, expected: dict[str, str], config: SoakConfig, out: list, lock) -> None:
+def run_env(
+    index: int, env, plan: list, expected: dict[str, str], config: SoakConfig, out: list, lock
+) -> None:
     rng = random.Random(config.seed * 1000 + index)
     stop_at = time.time() + config.max_minutes * 60 if config.max_minutes else float("inf")
     for number in range(config.episodes):
@@ -122,8 +124,10 @@ def baseline(pool, plan: list, backend: str, options: dict) -> dict[str, str]:
     from kernelgym.tasks import bundled
 
     tasks = bundled()
-    return {name: pool.evaluate(tasks.get(task_id), source, backend=backend, **options).verdict.value
-            for name, task_id, source, _ in plan}
+    return {
+        name: pool.evaluate(tasks.get(task_id), source, backend=backend, **options).verdict.value
+        for name, task_id, source, _ in plan
+    }
 
 
 def classify(episode: Episode, faults: list[dict]) -> str:
@@ -142,16 +146,21 @@ def classify(episode: Episode, faults: list[dict]) -> str:
     return f"candidate_fault_misjudged[{','.join(sorted(hit))}]"
 
 
-def checks(episodes: list[Episode], faults: list[dict], config: SoakConfig, leftovers: dict, trend: dict) -> dict:
+def checks(
+    episodes: list[Episode], faults: list[dict], config: SoakConfig, leftovers: dict, trend: dict
+) -> dict:
     classes = [classify(e, faults) for e in episodes]
     count = {c: classes.count(c) for c in sorted(set(classes))}
     misjudged = [e for e, c in zip(episodes, classes) if c.startswith("candidate_fault_misjudged")]
-    unjudged_rewards = [r for e in episodes for v, r in zip(e.verdicts, e.rewards) if v == "infrastructure_error"]
+    unjudged_rewards = [
+        r for e in episodes for v, r in zip(e.verdicts, e.rewards) if v == "infrastructure_error"
+    ]
     charged = [e for e in episodes if not e.honest and e.expected != "ok"]
     return {
         # Every episode started finished (with --max-minutes, episodes not started are not lost, only not run).
         "no_episode_lost": (len(episodes) == config.envs * config.episodes or bool(config.max_minutes))
-        and not count.get("lost") and len({(e.env, e.index) for e in episodes}) == len(episodes),
+        and not count.get("lost")
+        and len({(e.env, e.index) for e in episodes}) == len(episodes),
         "no_judge_fault_charged": not any(c.startswith("judge_fault_charged") for c in count)
         and all(r == 0.0 for r in unjudged_rewards),
         # Charged: its failure verdict, or another failure after a judge process was killed under it (a reference
@@ -169,24 +178,37 @@ def machine() -> dict:
     import kernelgym
 
     with open("/proc/cpuinfo") as f:
-        cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")),
-                   platform.processor())
+        cpu = next(
+            (line.split(":", 1)[1].strip() for line in f if line.startswith("model name")),
+            platform.processor(),
+        )
     gpu = ""
     if shutil.which("nvidia-smi"):
-        gpu = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
-                             capture_output=True, text=True, check=False).stdout.strip()
+        gpu = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.strip()
     try:
         import triton
 
         triton_version = triton.__version__
     except ImportError:
         triton_version = ""
-    return {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "host": platform.node(), "cpu": f"{cpu} ({os.cpu_count()} cores)", "gpu": gpu,
-            "memory_gb": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
-            "kernel": platform.release(), "python": platform.python_version(), "torch": torch.__version__,
-            "triton": triton_version, "kernelgym": getattr(kernelgym, "__version__", "?"),
-            "load_avg_at_end": os.getloadavg()}
+    return {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "host": platform.node(),
+        "cpu": f"{cpu} ({os.cpu_count()} cores)",
+        "gpu": gpu,
+        "memory_gb": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
+        "kernel": platform.release(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "triton": triton_version,
+        "kernelgym": getattr(kernelgym, "__version__", "?"),
+        "load_avg_at_end": os.getloadavg(),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -194,7 +216,9 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
     soak_tmp = tempfile.mkdtemp(prefix="kernelgym-soak-")
-    os.environ["TMPDIR"] = tempfile.tempdir = soak_tmp  # every temp folder of the run lands here, to be checked
+    os.environ["TMPDIR"] = tempfile.tempdir = (
+        soak_tmp  # every temp folder of the run lands here, to be checked
+    )
     notes: list[str] = []
     cache = tmpfs(os.path.join(soak_tmp, "cache"), config.cache_mb) if "disk" in config.faults else None
     if "disk" in config.faults and cache is None:
@@ -230,16 +254,31 @@ def soak(config: SoakConfig, cache_dir: str, soak_tmp: str, notes: list[str]) ->
         cgroup = JudgeCgroup.create(config.memory_headroom_mb) if "memory" in config.faults else None
         if "memory" in config.faults and cgroup is None:
             notes.append("memory faults skipped: no writable memory cgroup (needs root)")
-        kinds = [k for k in config.faults if (k != "disk" or os.path.ismount(cache_dir)) and (k != "memory" or cgroup)]
+        kinds = [
+            k
+            for k in config.faults
+            if (k != "disk" or os.path.ismount(cache_dir)) and (k != "memory" or cgroup)
+        ]
         sampler = Sampler(pool, cgroup)
         episodes: list[Episode] = []
         sampler.progress = lambda: len(episodes)
         injector = Injector(pool, kinds, config, cache_dir, cgroup, sampler)
-        envs = [gym.make("KernelGym-L1-v0", backend=backend, size="gpu" if config.gpu else "cpu", pool=pool,
-                         max_turns=1, eval_options=options) for _ in range(config.envs)]
+        envs = [
+            gym.make(
+                "KernelGym-L1-v0",
+                backend=backend,
+                size="gpu" if config.gpu else "cpu",
+                pool=pool,
+                max_turns=1,
+                eval_options=options,
+            )
+            for _ in range(config.envs)
+        ]
         lock = threading.Lock()
-        threads = [threading.Thread(target=run_env, args=(i, env, plan, expected, config, episodes, lock))
-                   for i, env in enumerate(envs)]
+        threads = [
+            threading.Thread(target=run_env, args=(i, env, plan, expected, config, episodes, lock))
+            for i, env in enumerate(envs)
+        ]
         sampler.start(), injector.start()
         for t in threads:
             t.start()
@@ -248,8 +287,11 @@ def soak(config: SoakConfig, cache_dir: str, soak_tmp: str, notes: list[str]) ->
         injector.stop(), sampler.stop()
         soak_s = time.time() - started
         stale = [str(p) for p in Path(pool.work_root).glob("worker-*/eval-*")]
-        infra = {"rejudged": pool.infra.rejudged, "not_judged": pool.infra.not_judged,
-                 "causes": dict(pool.infra.causes)}
+        infra = {
+            "rejudged": pool.infra.rejudged,
+            "not_judged": pool.infra.not_judged,
+            "causes": dict(pool.infra.causes),
+        }
         work_root = pool.work_root
         for env in envs:
             env.close()
@@ -259,35 +301,64 @@ def soak(config: SoakConfig, cache_dir: str, soak_tmp: str, notes: list[str]) ->
         "forked_processes_alive": sampler.forked_alive(),
         "descendants_alive": descendants(os.getpid()),
         "work_root_left": [work_root] if os.path.exists(work_root) else [],
-        "temp_files_left": sorted(str(p) for p in Path(soak_tmp).rglob("*")
-                                  if not str(p).startswith(cache_dir)),
+        "temp_files_left": sorted(
+            str(p) for p in Path(soak_tmp).rglob("*") if not str(p).startswith(cache_dir)
+        ),
         "cache_temp_files": sorted(str(p) for p in Path(cache_dir).rglob("*") if ".tmp" in p.name),
     }
     if cgroup:
         cgroup.remove()
     trend = sampler.trend()
     passed, count = checks(episodes, injector.faults, config, leftovers, trend)
-    return {"config": asdict(config), "machine": machine(), "command": " ".join([sys.executable, *sys.argv]),
-            "soak_s": round(soak_s, 1), "expected_verdicts": expected, "episodes": len(episodes),
-            "outcomes": count, "faults": injector.summary(), "pool": infra, "trend": trend,
-            "leftovers": leftovers, "checks": passed, "notes": notes,
-            "fault_log": injector.faults,
-            "given_back_turns": sum(v == "infrastructure_error" for e in episodes for v in e.verdicts),
-            "unexpected": [asdict(e) | {"class": classify(e, injector.faults)} for e in episodes
-                           if classify(e, injector.faults) not in ("as_expected", "not_judged", "candidate_killed")][:50]}
+    return {
+        "config": asdict(config),
+        "machine": machine(),
+        "command": " ".join([sys.executable, *sys.argv]),
+        "soak_s": round(soak_s, 1),
+        "expected_verdicts": expected,
+        "episodes": len(episodes),
+        "outcomes": count,
+        "faults": injector.summary(),
+        "pool": infra,
+        "trend": trend,
+        "leftovers": leftovers,
+        "checks": passed,
+        "notes": notes,
+        "fault_log": injector.faults,
+        "given_back_turns": sum(v == "infrastructure_error" for e in episodes for v in e.verdicts),
+        "unexpected": [
+            asdict(e) | {"class": classify(e, injector.faults)}
+            for e in episodes
+            if classify(e, injector.faults) not in ("as_expected", "not_judged", "candidate_killed")
+        ][:50],
+    }
 
 
 def render(r: dict) -> str:
     c = r["config"]
-    lines = [(f"# Soak: {c['envs']} envs x {c['episodes']} episodes, faults {', '.join(c['faults'])}"), "",
-             "```bash", r["command"], "```", "",
-             f"- machine: {r['machine']}", f"- wall: {r['soak_s']} s, episodes finished: {r['episodes']} of {c['envs'] * c['episodes']} planned"
-             + (f" (no episode started after {c['max_minutes']} min)" if c.get("max_minutes") else ""),
-             f"- expected verdicts (measured without faults): {r['expected_verdicts']}",
-             f"- outcomes: {r['outcomes']}", f"- turns not judged and given back by the env: {r['given_back_turns']}",
-             (f"- pool: re-judged {r['pool']['rejudged']}, answered not judged {r['pool']['not_judged']}, "
-              f"causes {r['pool']['causes']}"), "", "## Faults injected", "",
-             "| kind | injected | hit a process/target |", "|---|---|---|"]
+    lines = [
+        (f"# Soak: {c['envs']} envs x {c['episodes']} episodes, faults {', '.join(c['faults'])}"),
+        "",
+        "```bash",
+        r["command"],
+        "```",
+        "",
+        f"- machine: {r['machine']}",
+        f"- wall: {r['soak_s']} s, episodes finished: {r['episodes']} of {c['envs'] * c['episodes']} planned"
+        + (f" (no episode started after {c['max_minutes']} min)" if c.get("max_minutes") else ""),
+        f"- expected verdicts (measured without faults): {r['expected_verdicts']}",
+        f"- outcomes: {r['outcomes']}",
+        f"- turns not judged and given back by the env: {r['given_back_turns']}",
+        (
+            f"- pool: re-judged {r['pool']['rejudged']}, answered not judged {r['pool']['not_judged']}, "
+            f"causes {r['pool']['causes']}"
+        ),
+        "",
+        "## Faults injected",
+        "",
+        "| kind | injected | hit a process/target |",
+        "|---|---|---|",
+    ]
     lines += [f"| {k} | {v['injected']} | {v['hit']} |" for k, v in r["faults"].items()]
     t = r["trend"]
     lines += ["", "## Trend", "", f"- {t['text']}", "", "## Leftovers", ""]
@@ -297,8 +368,11 @@ def render(r: dict) -> str:
         lines += ["", "## Notes", ""] + [f"- {n}" for n in r["notes"]]
     if r["unexpected"]:
         lines += ["", "## Unexpected episodes (first 50)", ""]
-        lines += [f"- {e['class']}: {e['solution']} expected {e['expected']}, got {e['verdicts']} "
-                  f"({', '.join(e['rules'])}) rewards {e['rewards']} {e['error']}" for e in r["unexpected"]]
+        lines += [
+            f"- {e['class']}: {e['solution']} expected {e['expected']}, got {e['verdicts']} "
+            f"({', '.join(e['rules'])}) rewards {e['rewards']} {e['error']}"
+            for e in r["unexpected"]
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -307,8 +381,12 @@ def parse(argv: list[str] | None) -> SoakConfig:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--envs", type=int, default=d.envs)
     p.add_argument("--episodes", type=int, default=d.episodes, help="per env")
-    p.add_argument("--workers", type=int, default=None, help="pool workers (default: 2 on the CPU, 1 per GPU)")
-    p.add_argument("--gpu", action="store_true", help="triton backend on the GPU, with a poisoned CUDA context")
+    p.add_argument(
+        "--workers", type=int, default=None, help="pool workers (default: 2 on the CPU, 1 per GPU)"
+    )
+    p.add_argument(
+        "--gpu", action="store_true", help="triton backend on the GPU, with a poisoned CUDA context"
+    )
     p.add_argument("--faults", default=",".join(FAULTS))
     p.add_argument("--fault-every", type=float, default=d.fault_every_s, help="mean seconds between faults")
     p.add_argument("--disk-hold-s", type=float, default=d.disk_hold_s)
@@ -326,8 +404,22 @@ def parse(argv: list[str] | None) -> SoakConfig:
         p.error(f"unknown fault(s) {sorted(unknown)}; known: {', '.join(FAULTS)}")
     workers = a.workers or (1 if a.gpu else 2)
     headroom = a.memory_headroom_mb or (8192 if a.gpu else d.memory_headroom_mb)
-    return SoakConfig(a.envs, a.episodes, workers, a.gpu, faults, a.fault_every, a.disk_hold_s, a.cache_mb,
-                      headroom, a.timing_budget_s, a.infra_retries, a.seed, a.out, a.max_minutes)
+    return SoakConfig(
+        a.envs,
+        a.episodes,
+        workers,
+        a.gpu,
+        faults,
+        a.fault_every,
+        a.disk_hold_s,
+        a.cache_mb,
+        headroom,
+        a.timing_budget_s,
+        a.infra_retries,
+        a.seed,
+        a.out,
+        a.max_minutes,
+    )
 
 
 if __name__ == "__main__":

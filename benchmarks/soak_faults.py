@@ -17,6 +17,7 @@ from kernelgym.workers.worker import CHILDREN_FILE
 
 # processes ------------------------------------------------------------------------------------------------
 
+
 def _stat(pid: int) -> list[str]:
     with open(f"/proc/{pid}/stat") as f:
         return f.read().rsplit(")", 1)[1].split()  # [state, ppid, ...]
@@ -87,11 +88,15 @@ def fd_count(pid: int) -> int | None:
 
 # the machine ------------------------------------------------------------------------------------------------
 
+
 def tmpfs(path: str, size_mb: int) -> str | None:
     """A tmpfs of `size_mb` at `path` (root only); None when it cannot be mounted."""
     os.makedirs(path, exist_ok=True)
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size_mb}m,mode=0755", "tmpfs", path],
-                          capture_output=True, check=False)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size_mb}m,mode=0755", "tmpfs", path],
+        capture_output=True,
+        check=False,
+    )
     return path if done.returncode == 0 else None
 
 
@@ -170,6 +175,7 @@ time.sleep(hold)
 
 # the sampler --------------------------------------------------------------------------------------------------
 
+
 class Sampler:
     """Every 0.2 s: moves new workers into the judge cgroup and notes every evaluation process forked; every
     `every_s`: each worker's RSS and open fds (with the evaluations it has done), and this process's."""
@@ -209,7 +215,9 @@ class Sampler:
                 self.cgroup.add(process.pid)
                 self._moved.add(process.pid)
             try:
-                lines = Path(self.pool.work_root, f"worker-{worker.index}", CHILDREN_FILE).read_text().split("\n")
+                lines = (
+                    Path(self.pool.work_root, f"worker-{worker.index}", CHILDREN_FILE).read_text().split("\n")
+                )
             except OSError:
                 continue
             for line in lines:
@@ -228,9 +236,16 @@ class Sampler:
                 done = worker.tasks_done - first if worker.tasks_done >= first else worker.tasks_done
                 if rss is not None and fds is not None:
                     workers.append({"pid": process.pid, "tasks_done": done, "rss_mb": rss, "fds": fds})
-        self.samples.append({"t": time.time(), "episodes": self.progress(), "workers": workers,
-                             "main_rss_mb": rss_mb(os.getpid()), "main_fds": fd_count(os.getpid()),
-                             "judge_processes": len(descendants(os.getpid()))})
+        self.samples.append(
+            {
+                "t": time.time(),
+                "episodes": self.progress(),
+                "workers": workers,
+                "main_rss_mb": rss_mb(os.getpid()),
+                "main_fds": fd_count(os.getpid()),
+                "judge_processes": len(descendants(os.getpid())),
+            }
+        )
 
     def forked_alive(self) -> list[int]:
         self._track()
@@ -240,9 +255,17 @@ class Sampler:
         """Growth of worker RSS and fds with the evaluations each worker has done (a leak grows with work, whatever
         the restarts; a worker that has not finished its first evaluation is still starting and left out), and
         of this process's fds and RSS with the episodes finished."""
-        points = [(w["tasks_done"], w["rss_mb"], w["fds"]) for s in self.samples for w in s["workers"]
-                  if w["tasks_done"] >= 1]
-        main = [(s["episodes"], s["main_fds"], s["main_rss_mb"]) for s in self.samples if s["main_fds"] is not None]
+        points = [
+            (w["tasks_done"], w["rss_mb"], w["fds"])
+            for s in self.samples
+            for w in s["workers"]
+            if w["tasks_done"] >= 1
+        ]
+        main = [
+            (s["episodes"], s["main_fds"], s["main_rss_mb"])
+            for s in self.samples
+            if s["main_fds"] is not None
+        ]
         span = max((x for x, _, _ in points), default=1) - min((x for x, _, _ in points), default=1)
         rss_slope = _slope([(x, r) for x, r, _ in points]) * 100
         fd_slope = _slope([(x, f) for x, _, f in points]) * 100
@@ -251,19 +274,29 @@ class Sampler:
         # Flat: over the work a worker did here, the fitted growth stays under 50 MB and 2 fds; this process's
         # fds grow by less than 2 over the run.
         episodes = main[-1][0] - main[0][0] if main else 0
-        flat = (rss_slope * span / 100 < 50 and fd_slope * span / 100 < 2
-                and main_fd_slope * episodes / 100 < 2)
+        flat = (
+            rss_slope * span / 100 < 50 and fd_slope * span / 100 < 2 and main_fd_slope * episodes / 100 < 2
+        )
         rss = [r for _, r, _ in points] or [0.0]
         fds = [f for _, _, f in points] or [0]
-        text = (f"worker RSS {rss_slope:+.2f} MB and open fds {fd_slope:+.3f} per 100 evaluations of a worker "
-                f"({len(points)} samples of ready workers, 1-{span + 1} evaluations per worker; RSS "
-                f"{min(rss):.0f}-{max(rss):.0f} MB, fds {min(fds)}-{max(fds)}); this process: fds "
-                f"{main_fd_slope:+.3f} and RSS {main_rss_slope:+.2f} MB per 100 episodes "
-                f"(fds {main[0][1] if main else '?'} -> {main[-1][1] if main else '?'}, RSS "
-                f"{main[0][2] if main else 0:.0f} -> {main[-1][2] if main else 0:.0f} MB)")
-        return {"worker_rss_mb_per_100_evals": rss_slope, "worker_fds_per_100_evals": fd_slope,
-                "main_fds_per_100_episodes": main_fd_slope, "main_rss_mb_per_100_episodes": main_rss_slope,
-                "evaluations_per_worker_max": span + 1, "flat": flat, "text": text, "samples": len(self.samples)}
+        text = (
+            f"worker RSS {rss_slope:+.2f} MB and open fds {fd_slope:+.3f} per 100 evaluations of a worker "
+            f"({len(points)} samples of ready workers, 1-{span + 1} evaluations per worker; RSS "
+            f"{min(rss):.0f}-{max(rss):.0f} MB, fds {min(fds)}-{max(fds)}); this process: fds "
+            f"{main_fd_slope:+.3f} and RSS {main_rss_slope:+.2f} MB per 100 episodes "
+            f"(fds {main[0][1] if main else '?'} -> {main[-1][1] if main else '?'}, RSS "
+            f"{main[0][2] if main else 0:.0f} -> {main[-1][2] if main else 0:.0f} MB)"
+        )
+        return {
+            "worker_rss_mb_per_100_evals": rss_slope,
+            "worker_fds_per_100_evals": fd_slope,
+            "main_fds_per_100_episodes": main_fd_slope,
+            "main_rss_mb_per_100_episodes": main_rss_slope,
+            "evaluations_per_worker_max": span + 1,
+            "flat": flat,
+            "text": text,
+            "samples": len(self.samples),
+        }
 
 
 def _slope(points: list[tuple[float, float]]) -> float:
@@ -277,6 +310,7 @@ def _slope(points: list[tuple[float, float]]) -> float:
 
 
 # the injector -------------------------------------------------------------------------------------------------
+
 
 class Injector:
     """Injects one fault at a time, at random times (exponential gaps, mean `fault_every_s`)."""
@@ -377,8 +411,11 @@ class Injector:
         out = {}
         for kind in self.kinds:
             mine = [f for f in self.faults if f["kind"] == kind]
-            out[kind] = {"injected": len(mine), "hit": sum(f["hit"] for f in mine),
-                         "missed": dict(Counter(f["target"] for f in mine if not f["hit"]))}
+            out[kind] = {
+                "injected": len(mine),
+                "hit": sum(f["hit"] for f in mine),
+                "missed": dict(Counter(f["target"] for f in mine if not f["hit"])),
+            }
         return out
 
 

@@ -58,7 +58,7 @@ class PoolConfig:
     gpu: bool | None = None  # None: detect
     # Re-runs, each on a fresh worker, of an evaluation whose judge failed; then `infrastructure_error`.
     infra_retries: int = 2
-    infra_backoff_s: float = 1.0  # wait before the first re-run, doubled for each next one (a full disk may clear)
+    infra_backoff_s: float = 1.0  # wait before the first re-run, doubled for each next (a full disk clears)
     min_free_disk_mb: int = 64  # less free space than this in the cache or work folder is a full disk
 
 
@@ -143,8 +143,8 @@ class _Worker:
             self.log.close()
 
     def _sweep(self) -> None:
-        """After the worker is gone: kill the evaluation processes it left (a worker killed mid-evaluation never
-        killed its reference and candidate) and remove their folders."""
+        """After the worker is gone: kill the evaluation processes it left (a worker killed mid-evaluation
+        never killed its reference and candidate) and remove their folders."""
         work_root = os.path.join(self.pool.work_root, f"worker-{self.index}")
         noted = os.path.join(work_root, CHILDREN_FILE)
         try:
@@ -225,7 +225,7 @@ class InfraStats:
 
     rejudged: int = 0  # evaluations run again after an infrastructure fault
     not_judged: int = 0  # evaluations answered `infrastructure_error` once the re-runs were spent
-    causes: Counter = field(default_factory=Counter)  # rule of each fault seen ("worker_crash", "disk_full", ...)
+    causes: Counter = field(default_factory=Counter)  # rule of each fault ("worker_crash", "disk_full", ...)
 def make_job(task: Task, source: str | bytes, backend: str, size: str | None, defaults: EvalOptions,
              gpu: bool, **options) -> EvalJob:
     """The plain-data job of one evaluation: the task's source at the chosen size, solution and options."""
@@ -305,7 +305,7 @@ class EvalPool:
             self._idle.put(worker)
 
     def _judge(self, worker: _Worker, job: EvalJob) -> EvalResult:
-        """Run the job; after a fault of the judge, run it again on a fresh worker, then give up as not judged."""
+        """Run the job; after a fault of the judge, run it again on a fresh worker; at last, not judged."""
         causes: list[str] = []
         for attempt in range(self.config.infra_retries + 1):
             if attempt:
@@ -319,7 +319,8 @@ class EvalPool:
                 try:
                     result = worker.run(job)
                 except Exception as exc:  # noqa: BLE001 (e.g. a worker that cannot start: an answer, not a hang)
-                    result = _failed(job, Verdict.INFRASTRUCTURE_ERROR, f"worker_error: {type(exc).__name__}: {exc}")
+                    result = _failed(job, Verdict.INFRASTRUCTURE_ERROR,
+                                     f"worker_error: {type(exc).__name__}: {exc}")
                 cause = self._infra_cause(result, kills)
                 if cause is None:
                     return result
@@ -329,7 +330,8 @@ class EvalPool:
         with self._lock:
             self.infra.not_judged += 1
         return _failed(job, Verdict.INFRASTRUCTURE_ERROR,
-                       f"infrastructure_error: the judge failed {len(causes)} times; not judged ({'; '.join(causes)})"[:2000])
+                       f"infrastructure_error: the judge failed {len(causes)} times; not judged "
+                       f"({'; '.join(causes)})"[:2000])
 
     def _infra_cause(self, result: EvalResult, oom_before: int) -> str | None:
         """Why `result` is the judge's failure rather than the candidate's, or None when it stands."""
@@ -341,7 +343,8 @@ class EvalPool:
         if full is not None:
             return full
         if oom_before >= 0 and oom_kills() > oom_before:
-            return f"host_oom: the kernel's OOM killer ran during the evaluation (verdict was {result.verdict.value})"
+            return (f"host_oom: the kernel's OOM killer ran during the evaluation "
+                    f"(verdict was {result.verdict.value})")
         return None
 
     def _disk_full(self) -> str | None:
@@ -390,9 +393,9 @@ class EvalPool:
 
 
 def _kill_if_same(pid: int, started: str, worker_started: int) -> None:
-    """SIGKILL the process `pid` (and its process group, unless that is this process's), only if it is still the
-    one that started then, after the worker that forked it, and is not this process. A stopped process (the
-    worker freezes the candidate while it reads its outputs) dies too."""
+    """SIGKILL the process `pid` (and its process group, unless that is this process's), only if it is still
+    the one that started then, after the worker that forked it, and is not this process. A stopped process
+    (the worker freezes the candidate while it reads its outputs) dies too."""
     try:
         if start_time(pid) != started or int(started) < worker_started or pid <= 1 or pid == os.getpid():
             return  # gone and the pid reused, or not a process of that worker
@@ -408,7 +411,7 @@ def _kill_if_same(pid: int, started: str, worker_started: int) -> None:
 
 
 def _rule(reason: str) -> str:
-    """The rule of a reason: `.rule` of the pipeline's typed reasons, else the name the pool's own start with."""
+    """The rule of a reason: `.rule` of the pipeline's typed reasons, else the name the pool's start with."""
     return getattr(reason, "rule", None) or str(reason).split(":")[0]
 
 

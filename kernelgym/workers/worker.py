@@ -58,7 +58,8 @@ def start_time(pid: int) -> str:
 
 def _note_children(path: str) -> None:
     """Every process this worker forks (reference, candidate) writes its pid and start time to `path` first,
-    so that when the worker dies (killed, out of memory) the pool can still find and kill what it left running.
+    so that when the worker dies (killed, out of memory) the pool can still find and kill what it left
+    running.
     Compiler runs (subprocess, which runs no fork hooks) end on their own."""
 
     worker = os.getpid()
@@ -66,8 +67,8 @@ def _note_children(path: str) -> None:
     def note() -> None:
         try:
             pid = os.getpid()
-            # Only this worker's own children, as /proc names them: a process forked further down, or inside a
-            # PID namespace of its own (where getpid() is 1, 2, ...), would name some other process of the host.
+            # Only this worker's own children, as /proc names them: a process forked further down, or inside
+            # a PID namespace of its own (where getpid() is 1, 2, ...), names another process of the host.
             if os.getppid() != worker or os.readlink("/proc/self") != str(pid):
                 return
             fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)

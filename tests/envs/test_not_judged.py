@@ -15,8 +15,9 @@ def broken_judge():
 
 
 def test_an_unjudged_turn_is_given_back_and_earns_nothing(broken_judge, relu_solution):
-    env = gym.make("KernelGym-L1-v0", backend="cpp", size="cpu", max_turns=1, max_unjudged_turns=2,
-                   pool=broken_judge)
+    env = gym.make(
+        "KernelGym-L1-v0", backend="cpp", size="cpu", max_turns=1, max_unjudged_turns=2, pool=broken_judge
+    )
     obs, _ = env.reset(seed=0, options={"task_id": "L1/1_ReLU"})
     for attempt in range(2):
         obs, reward, terminated, truncated, info = env.step(fenced(relu_solution))

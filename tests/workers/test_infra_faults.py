@@ -56,16 +56,22 @@ def test_a_worker_killed_mid_evaluation_gives_the_verdict_of_an_unharmed_run(rel
     assert leftovers == [] and stale == []  # what the dead worker left running, and its folder, are gone
 
 
-def test_the_pipeline_s_infrastructure_error_is_judged_again_then_reported_not_judged(monkeypatch, relu_task,
-                                                                                        relu_solution):
+def test_the_pipeline_s_infrastructure_error_is_judged_again_then_reported_not_judged(
+    monkeypatch, relu_task, relu_solution
+):
     with EvalPool(workers=1, gpu=False, infra_retries=2, infra_backoff_s=0.0) as pool:
         worker = pool._workers[0]
         calls = []
 
         def reference_died(job):
             calls.append(job.task_id)
-            return EvalResult(job.task_id, job.backend, job.size, Verdict.INFRASTRUCTURE_ERROR,
-                              ["reference_crashed: killed by signal SIGKILL"])
+            return EvalResult(
+                job.task_id,
+                job.backend,
+                job.size,
+                Verdict.INFRASTRUCTURE_ERROR,
+                ["reference_crashed: killed by signal SIGKILL"],
+            )
 
         monkeypatch.setattr(worker, "run", reference_died)
         result = pool.evaluate(relu_task, relu_solution, backend="cpp")
@@ -76,11 +82,25 @@ def test_the_pipeline_s_infrastructure_error_is_judged_again_then_reported_not_j
 
 
 def test_a_full_disk_is_never_charged_to_the_candidate(monkeypatch, relu_task, relu_solution):
-    with EvalPool(workers=1, gpu=False, infra_retries=1, infra_backoff_s=0.0, min_free_disk_mb=1 << 40) as pool:
+    with EvalPool(
+        workers=1, gpu=False, infra_retries=1, infra_backoff_s=0.0, min_free_disk_mb=1 << 40
+    ) as pool:
         worker = pool._workers[0]
         calls = []
-        monkeypatch.setattr(worker, "run", lambda job: calls.append(job) or EvalResult(
-            job.task_id, job.backend, job.size, Verdict.COMPILE_ERROR, ["compile_error: No space left on device"]))
+        monkeypatch.setattr(
+            worker,
+            "run",
+            lambda job: (
+                calls.append(job)
+                or EvalResult(
+                    job.task_id,
+                    job.backend,
+                    job.size,
+                    Verdict.COMPILE_ERROR,
+                    ["compile_error: No space left on device"],
+                )
+            ),
+        )
         result = pool.evaluate(relu_task, relu_solution, backend="cpp")
         stats = pool.infra
     assert calls == []  # nothing runs on a full disk
