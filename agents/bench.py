@@ -28,6 +28,7 @@ from typing import Any
 from kernelgym.agents import baselines
 from kernelgym.agents.baselines.common import EpisodeRecord, episode_key
 from kernelgym.agents.eta import eta_warning
+from kernelgym.agents.report import episode_judged
 from kernelgym.errors import KernelGymError, did_you_mean
 
 # Fields that define a run: a rerun into the same folder must agree on these (tasks and samples may grow).
@@ -143,7 +144,8 @@ class ResultsFile:
     def read(self) -> list[dict[str, Any]]:
         if not self.path.exists():
             return []
-        records, seen = [], set()
+        records: list[dict[str, Any]] = []
+        seen: dict[str, int] = {}
         with open(self.path, encoding="utf-8") as f:
             for line in f:
                 if not line.strip():
@@ -154,8 +156,10 @@ class ResultsFile:
                     continue  # a damaged line (not the tail): its episode is missing and will run again
                 key = record.get("key") or episode_key(record["task_id"], int(record.get("sample", 0)))
                 if key not in seen:
-                    seen.add(key)
+                    seen[key] = len(records)
                     records.append(record)
+                elif not episode_judged(records[seen[key]]):  # a later run judged what the judge failed
+                    records[seen[key]] = record
         return records
 
     def append(self, record: dict[str, Any]) -> None:
@@ -257,7 +261,7 @@ def _record_run(out: Path, config: BenchConfig, plan: BenchPlan, policy: Any, co
 def pending_episodes(results: ResultsFile, chosen: Sequence[str], samples: int,
                      stop_after: int | None) -> tuple[list[tuple[str, int]], int]:
     """The (task id, sample) pairs still to run, and how many are already finished."""
-    done = {r["key"] for r in results.read() if "key" in r}
+    done = {r["key"] for r in results.read() if "key" in r and episode_judged(r)}  # not judged: run again
     keys = [(t, s) for t in chosen for s in range(samples)]
     todo = [k for k in keys if episode_key(*k) not in done]
     skipped = len(keys) - len(todo)

@@ -6,6 +6,10 @@ set, so a task with no finished episode, or whose episode failed, counts as not 
 solution is its best correct turn; the speedup is the measured one (KernelBench's), and `fast_1 verified`
 also requires kernelgym's confidence interval to clear the threshold. The geometric mean is over correct
 episodes that have a speedup.
+
+An episode the judge could not judge (no correct turn, and a turn whose verdict is `infrastructure_error`:
+the judge failed, not the solution) is never counted as a failure: it leaves the denominator and is listed
+as not judged; `kernelgym bench` runs it again on its next invocation.
 """
 
 from __future__ import annotations
@@ -17,7 +21,15 @@ from pathlib import Path
 from typing import Any
 
 PS = (0.0, 1.0, 1.5, 2.0)
-NOT_JUDGED = ("no_code", "done")  # turn verdicts that are not the judge's
+INFRASTRUCTURE_ERROR = "infrastructure_error"  # the judge failed: the turn says nothing about the solution
+NOT_JUDGED = ("no_code", "done", INFRASTRUCTURE_ERROR)  # turn verdicts that are not the judge's
+
+
+def episode_judged(record: dict[str, Any]) -> bool:
+    """False when the episode has no correct turn and the judge failed on one of its turns."""
+    if record.get("correct"):
+        return True
+    return not any(t.get("verdict") == INFRASTRUCTURE_ERROR for t in record.get("turns", []))
 
 
 def _speedup(r: dict[str, Any]) -> float | None:
@@ -49,10 +61,12 @@ def geomean(values: Sequence[float]) -> float | None:
 
 
 def group_stats(records: list[dict[str, Any]], n_tasks: int, samples: int) -> dict[str, Any]:
-    expected = n_tasks * samples
+    not_judged = sum(not episode_judged(r) for r in records)
+    records = [r for r in records if episode_judged(r)]
+    expected = n_tasks * samples - not_judged
     speeds = [s for r in records if r.get("correct") and (s := _speedup(r)) is not None]
     return {
-        "tasks": n_tasks, "expected": expected, "finished": len(records),
+        "tasks": n_tasks, "expected": expected, "finished": len(records), "not_judged": not_judged,
         "correct": sum(bool(r.get("correct")) for r in records),
         "fast_p": {f"{p:g}": fast_p(records, expected, p) for p in PS},
         "fast_1_verified": fast_p(records, expected, 1.0, verified=True),
@@ -97,7 +111,7 @@ def summarize(records: Iterable[dict[str, Any]], tasks: Sequence[dict[str, Any]]
                         "reason": (t.get("reasons") or [""])[0]}
                        for r in kept for t in r.get("turns", [])
                        if (t.get("meta") or {}).get("replay") and not t["meta"].get("cheat")
-                       and t.get("verdict") != "ok"]
+                       and t.get("verdict") not in ("ok", INFRASTRUCTURE_ERROR)]
     return {
         "per_task": per_task_rows(kept),
         "overall": group_stats(kept, len(tasks), samples),
@@ -111,6 +125,7 @@ def summarize(records: Iterable[dict[str, Any]], tasks: Sequence[dict[str, Any]]
         "turns": len(turns),
         "samples": samples,
         "speedups": sorted(s for r in kept if r.get("correct") and (s := _speedup(r)) is not None),
+        "not_judged": sorted(f"{r['task_id']}#{int(r.get('sample', 0))}" for r in kept if not episode_judged(r)),
         "missing": sorted({f"{t['id']}#{s}" for t in tasks for s in range(samples)}
                           - {f"{r['task_id']}#{int(r.get('sample', 0))}" for r in kept}),
     }
@@ -205,8 +220,8 @@ def render_markdown(summary: dict[str, Any], *, title: str = "kernelgym bench",
     out += ["## Verdicts (every judged turn)", "", _md_table(["verdict", "turns"], judged or [["-", "0"]]),
             ""]
     if unjudged:
-        out.append(f"Turns not judged ({', '.join(unjudged)}): `no_code` is a reply without a solution "
-                   "module, `done` a reply that ended the episode.")
+        out.append(f"Turns not judged ({', '.join(unjudged)}): `no_code` is a reply without a solution module, "
+                   "`done` a reply that ended the episode, `infrastructure_error` a turn the judge itself failed.")
     out.append(f"Hacks caught (turns judged `hack`): **{summary['hacks_caught']}**.")
     lc = summary["labelled_cheats"]
     if lc["submitted"]:
@@ -219,6 +234,10 @@ def render_markdown(summary: dict[str, Any], *, title: str = "kernelgym bench",
     if summary["missing"]:
         shown = ", ".join(summary["missing"][:20]) + (" ..." if len(summary["missing"]) > 20 else "")
         out += [f"Missing episodes ({len(summary['missing'])}, counted as not fast): {shown}", ""]
+    if summary.get("not_judged"):
+        shown = ", ".join(summary["not_judged"][:20]) + (" ..." if len(summary["not_judged"]) > 20 else "")
+        out += [(f"Episodes not judged ({len(summary['not_judged'])}: the judge failed, left out of fast_p; "
+                 f"run the bench again to judge them): {shown}"), ""]
     if summary.get("per_task"):
         out += ["## Per task", "", _md_table(TASK_HEADER, [_task_row(r) for r in summary["per_task"]]), "",
                 ("Best verdict: how far the episode's furthest turn got (ok, then incorrect, runtime_error, "

@@ -40,6 +40,9 @@ class EnvConfig:
     reward_kwargs: dict[str, Any] = field(default_factory=dict)
     target_speedup: float | None = None  # terminate once a verified speedup reaches this
     done_marker: str = DONE_MARKER
+    # Turns the judge failed (verdict infrastructure_error, after the pool's own re-runs) are given back: they
+    # do not count toward max_turns. After this many in one episode, the next one ends it (truncated).
+    max_unjudged_turns: int = 2
     answer_format: str = "reply"  # "reply" (fenced code in the reply) or "tool" (TRL's submit_kernel)
     # What the agent sees and what is kept.
     max_feedback_chars: int = 4000
@@ -72,6 +75,8 @@ class EnvConfig:
             raise ConfigError(f"answer_format must be one of {ANSWER_FORMATS}, not {self.answer_format!r}")
         if self.render_mode not in (None, "ansi"):
             raise ConfigError(f"render_mode must be None or 'ansi', not {self.render_mode!r}")
+        if not isinstance(self.max_unjudged_turns, int) or self.max_unjudged_turns < 0:
+            raise ConfigError(f"max_unjudged_turns must be an integer >= 0, not {self.max_unjudged_turns!r}")
         if self.target_speedup is not None and self.target_speedup <= 0:
             raise ConfigError("target_speedup must be positive")
         if self.max_feedback_chars < 100 or self.max_text_chars < 1000:

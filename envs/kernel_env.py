@@ -5,6 +5,11 @@ step(reply) takes the reply's last Python code block as the solution, evaluates 
 returns the judge's feedback, the reward and the whole result in `info`. Nothing the reply contains can
 raise: no code, garbage and cheats are failed turns. Truncation at `max_turns` is gymnasium's TimeLimit,
 applied by `make_kernel_env` (the registered entry point) so that `gym.make(id, max_turns=N)` sets it.
+
+A turn the judge itself failed (verdict `infrastructure_error`, once the pool's re-runs are spent) is never
+charged to the agent: it earns 0.0 whatever the reward, `info["judged"]` is False, and the turn is given back
+(it does not count toward max_turns; the feedback asks for the solution again). After
+`max_unjudged_turns` such turns in one episode the next one ends it, truncated.
 The observation and info keys are typed in `kernelgym.envs.types`.
 """
 
@@ -33,7 +38,7 @@ from kernelgym.evaluation import rules
 from kernelgym.evaluation.options import EvalOptions
 from kernelgym.evaluation.result import EvalResult, Verdict
 from kernelgym.evaluation.rules import reason
-from kernelgym.rewards import EpisodeState, get_reward
+from kernelgym.rewards import EpisodeState, get_reward, judged
 from kernelgym.tasks import Task, TaskSet, from_hf_dataset, kernelbench, load_suite
 from kernelgym.tasks.cpu_size import with_cpu_size
 
@@ -125,6 +130,7 @@ class _Episode:
     rewards: list[float] = field(default_factory=list)
     verdicts: list[str] = field(default_factory=list)
     evaluations: int = 0
+    unjudged: int = 0  # turns the judge failed (infrastructure_error), given back
     terminated: bool = False
 
     @property
@@ -230,9 +236,9 @@ class KernelEnv(gym.Env[Observation, Action]):
         ep = self._episode
         if ep is None:
             raise gym.error.ResetNeeded("call reset() before step()")
-        if ep.terminated or ep.turn >= self.config.max_turns:
-            raise gym.error.ResetNeeded("the episode is over (done, target reached or max_turns); "
-                                        "call reset()")
+        if ep.terminated or ep.turn >= self.config.max_turns or ep.unjudged > self.config.max_unjudged_turns:
+            raise gym.error.ResetNeeded("the episode is over (done, target reached, max_turns or the judge kept "
+                                        "failing); call reset()")
         prompt_seen, feedback_seen = self._prompt(), ep.feedback
         reply = _as_text(action)  # raises ActionError for anything but text
         parsed = parse_reply(reply, self.config.done_marker)
@@ -256,7 +262,8 @@ class KernelEnv(gym.Env[Observation, Action]):
             ep.evaluations += 1
             reward, verdict = float(self._reward_fn(result, state)), result.verdict.value
             ep.feedback = result.to_feedback(self.config.max_feedback_chars)
-        self._record(ep, result, parsed.code)
+        not_judged = result is not None and not judged(result)
+        reward = self._not_judged(ep) if not_judged else self._record(ep, result, parsed.code) or reward
         ep.rewards.append(reward)
         ep.verdicts.append(verdict)
         target = self.config.target_speedup
@@ -269,7 +276,8 @@ class KernelEnv(gym.Env[Observation, Action]):
         info = self._step_info(ep, result, parsed, verdict)
         if self._writer is not None:
             self._write(ep, prompt_seen, feedback_seen, reply, parsed, result, reward, info)
-        return self._observation(), reward, ep.terminated, False, cast(StepInfo, without_none(info))
+        cut_short = not_judged and ep.unjudged > self.config.max_unjudged_turns  # the judge kept failing
+        return self._observation(), reward, ep.terminated, cut_short, cast(StepInfo, without_none(info))
 
     def render(self) -> str | None:
         if self.render_mode != "ansi":
@@ -337,11 +345,20 @@ class KernelEnv(gym.Env[Observation, Action]):
             return pool.evaluate(ep.task, code, backend=self.backend, size=ep.size, **self._eval_options)
         except KernelGymError:
             raise  # a closed pool or a bad option is the caller's mistake, not the agent's
-        # the judge failed: a crashed turn, and a warning for the caller
-        except Exception as exc:  # noqa: BLE001
-            logger.warn(f"kernelgym evaluation failed ({type(exc).__name__}: {exc}); scored as a crash")
-            return EvalResult(ep.task.id, self.backend, ep.size, Verdict.CRASH,
+        except Exception as exc:  # noqa: BLE001 (the judge failed: a turn not judged, and a warning for the caller)
+            logger.warn(f"kernelgym evaluation failed ({type(exc).__name__}: {exc}); the turn is not judged")
+            return EvalResult(ep.task.id, self.backend, ep.size, Verdict.INFRASTRUCTURE_ERROR,
                               [f"evaluator_error: {type(exc).__name__}: {str(exc)[:300]}"])
+
+    def _not_judged(self, ep: _Episode) -> float:
+        """The judge failed this turn: it is given back (while the episode's allowance lasts) and earns 0."""
+        ep.unjudged += 1
+        if ep.unjudged <= self.config.max_unjudged_turns:
+            ep.turn -= 1
+            ep.feedback += "\nThis turn does not count: send your solution again."
+        else:
+            ep.feedback += "\nThe judge keeps failing: the episode ends here, and is not held against you."
+        return 0.0
 
     def _record(self, ep: _Episode, result: EvalResult | None, code: str | None) -> None:
         if result is None:
@@ -363,6 +380,7 @@ class KernelEnv(gym.Env[Observation, Action]):
             "turn": ep.turn,
             "turns_left": self.config.max_turns - ep.turn,
             "verdict": verdict,
+            "judged": result is None or judged(result),  # False: the judge failed, the turn was given back
             "result": result.to_dict() if result is not None else None,
             "solution": parsed.code,
             "reply_parse": parsed.origin,
@@ -411,10 +429,22 @@ def _as_text(action: Any) -> str:
                       f"({str(action)[:60]!r}); send e.g. env.step(reply_text)")
 
 
+class TurnLimit(TimeLimit):
+    """gymnasium's TimeLimit over judged turns: a turn the judge failed (info["judged"] False) is given back."""
+
+    def step(self, action: Any):
+        observation, reward, terminated, truncated, info = self.env.step(action)
+        if info.get("judged", True):
+            self._elapsed_steps += 1
+        if self._elapsed_steps >= self._max_episode_steps:
+            truncated = True
+        return observation, reward, terminated, truncated, info
+
+
 def make_kernel_env(**kwargs: Any) -> gym.Env:
-    """The registered entry point: a KernelEnv inside gymnasium's TimeLimit(max_turns)."""
+    """The registered entry point: a KernelEnv inside a TimeLimit(max_turns) that counts judged turns."""
     env = KernelEnv(**kwargs)
-    return TimeLimit(env, max_episode_steps=env.config.max_turns)
+    return TurnLimit(env, max_episode_steps=env.config.max_turns)
 
 
 # gymnasium.make reads the creator's metadata to validate render_mode.

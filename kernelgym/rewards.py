@@ -10,6 +10,11 @@ The ordering every built-in reward keeps: a failed attempt (no code, compile or 
 output, timeout, crash, or a rejected hack) never earns more than a correct solution, and a hack never
 earns more than an honest failure. Only a *verified* speedup (the judge's confidence interval above its
 threshold) is paid as a speedup; an unverified one counts as no speedup at all.
+
+A turn the judge could not judge (verdict `infrastructure_error`: a trusted process died, the disk or host
+memory ran out) is not the candidate's failure: every built-in reward pays it a neutral 0.0, never the
+failure or hack value, and `judged(result)` is False so a trainer can leave the sample out (the env says
+so in `info["judged"]`).
 """
 
 from __future__ import annotations
@@ -42,6 +47,18 @@ class EpisodeState:
     previous_verdicts: tuple[str, ...] = ()
 
 
+NOT_JUDGED = "infrastructure_error"  # the verdict of an evaluation the judge itself failed
+
+
+def judged(result: EvalResult) -> bool:
+    """False when the judge failed (infrastructure_error): the result says nothing about the candidate."""
+    return _verdict(result) != NOT_JUDGED
+
+
+def _verdict(result: EvalResult) -> str:
+    return getattr(result.verdict, "value", result.verdict)
+
+
 def _verified(result: EvalResult) -> float | None:
     value = result.verified_speedup
     if value is None or not math.isfinite(value) or value <= 0:
@@ -57,6 +74,7 @@ def speedup_reward(
     hack: float = -1.0,
     correct: float = 0.1,
     cap: float = 10.0,
+    not_judged: float = 0.0,
 ) -> float:
     """The default: -1 for any failure, 0.1 for a correct solution, plus log2 of a verified speedup.
 
@@ -64,12 +82,15 @@ def speedup_reward(
     4x earns 2.1 and anything from `cap` (10x) up earns 0.1 + log2(10) = 3.42: the log and the cap stop a
     single outlier (a lucky or not-quite-caught measurement) from dominating a batch. A correct but slower
     solution, or one whose speedup is not verified, earns `correct` (0.1): small, but above every failure.
+    A turn the judge could not judge earns `not_judged` (0.0): it is neither a failure nor a success.
     """
+    if not judged(result):
+        return float(not_judged)
     if hack > failure:
         raise ConfigError("the hack penalty must not exceed the failure reward")
     if correct <= failure:
         raise ConfigError("a correct solution must earn more than a failed one")
-    if result.verdict.value == "hack":
+    if _verdict(result) == "hack":
         return float(hack)
     if not result.correct:
         return float(failure)
@@ -110,7 +131,8 @@ def drkernel_reward(
     `speedup` is the verified speedup, or the measured one capped at 1 when it is not verified (a slower
     solution still gets a graded signal, an unverified gain is not paid). `coverage` is the share of the
     solution's time spent in its own kernels (from the profile; 0 when not profiled): it rewards moving the
-    work into the kernel rather than leaving it to PyTorch. Hacks and other failures earn 0.
+    work into the kernel rather than leaving it to PyTorch. Hacks and other failures earn 0, and so does a
+    turn that was not judged.
     """
     if not result.correct:
         return 0.0
@@ -155,5 +177,5 @@ def names() -> list[str]:
     return sorted(REWARDS)
 
 
-__all__ = ["REWARDS", "EpisodeState", "RewardFn", "drkernel_reward", "fast_p_reward", "get_reward", "names",
-           "speedup_reward"]
+__all__ = ["NOT_JUDGED", "REWARDS", "EpisodeState", "RewardFn", "drkernel_reward", "fast_p_reward", "get_reward",
+           "judged", "names", "speedup_reward"]

@@ -204,8 +204,8 @@ TimeoutOpt = typer.Option(None, "--timeout", help="seconds per evaluation stage"
 
 
 def _print_decision(decision) -> None:
-    state = "skipped" if decision.skipped else "admitted" if decision.admitted else "rejected"
-    colour = {"admitted": "green", "rejected": "red", "skipped": "yellow"}[state]
+    state = decision.state
+    colour = {"admitted": "green", "rejected": "red", "skipped": "yellow", "not judged": "yellow"}[state]
     console.print(f"[{colour}]{state}[/{colour}] {decision.skill_id}: ", end="")
     console.print(decision.reason, markup=False, highlight=False)
 

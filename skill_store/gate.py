@@ -5,6 +5,10 @@ re-evaluates that solution with kernelgym's judge K times per task (fresh hidden
 the evaluator draws new ones when no seed is given) and admits the skill only if every run is verdict "ok"
 with a verified speedup above the threshold. Rejected candidates are stored too, with the reason, so a
 distiller does not propose the same thing again; admitted ones carry the measured evidence.
+
+A run the judge itself failed (verdict `infrastructure_error`) decides nothing: unless another run already
+failed on its own, the decision is "not judged" and the store is left as it was (a new candidate is not
+stored, an admitted skill is not demoted); run the gate again.
 """
 
 from __future__ import annotations
@@ -54,9 +58,18 @@ class GateDecision:
     reason: str
     runs: list[RunRecord] = field(default_factory=list)
     skipped: bool = False  # nothing to re-run (no stored solution): the skill was left as it was
+    not_judged: bool = False  # the judge failed on a run (infrastructure_error): nothing decided or stored
+
+    @property
+    def state(self) -> str:
+        if self.skipped:
+            return "skipped"
+        if self.not_judged:
+            return "not judged"
+        return "admitted" if self.admitted else "rejected"
 
     def summary(self) -> str:
-        state = "skipped" if self.skipped else "admitted" if self.admitted else "rejected"
+        state = self.state
         return f"{self.skill_id}: {state} ({self.reason})"
 
 
@@ -153,6 +166,7 @@ def _resolve(path: str, base_dir: Path | None) -> Path:
     return candidate
 
 
+NOT_JUDGED = "infrastructure_error"  # the verdict of a run the judge itself failed
 EvaluateFn = Callable[..., Any]  # (task, source, backend=, size=, pool=, **options) -> EvalResult
 
 
@@ -196,7 +210,7 @@ class Gate:
         evaluate = self._evaluate_fn()
         options = {**self.config.eval_options, "threshold": self.config.threshold}
         runs: list[RunRecord] = []
-        failure = ""
+        failure = unjudged = ""
         for task_id, task in tasks:
             for index in range(self.config.runs):
                 result = evaluate(
@@ -209,6 +223,10 @@ class Gate:
                 )
                 record = _record(task_id, index, result)
                 runs.append(record)
+                if record.verdict == NOT_JUDGED:  # the judge's fault: says nothing about the solution
+                    why = f": {record.reasons[0]}" if record.reasons else ""
+                    unjudged = unjudged or f"{task_id} run {index + 1}: not judged, the judge failed{why}"[:400]
+                    continue
                 problem = self._problem(record)
                 if problem and not failure:
                     failure = problem
@@ -216,6 +234,8 @@ class Gate:
                     return GateDecision(skill_id, False, failure, runs)
         if failure:
             return GateDecision(skill_id, False, failure, runs)
+        if unjudged:
+            return GateDecision(skill_id, False, unjudged + "; run the gate again", runs, not_judged=True)
         speeds = [r.verified_speedup for r in runs]
         return GateDecision(
             skill_id,
@@ -254,6 +274,8 @@ class Gate:
                 "give the candidate another id"
             )
         decision = self.check(candidate.skill.id, candidate.solution)
+        if decision.not_judged:
+            return decision
         skill = Skill.from_dict(candidate.skill.to_dict())
         skill.solution = candidate.solution
         if old is not None:  # a resubmission keeps what was learnt before
@@ -281,7 +303,8 @@ class Gate:
                 )
             else:
                 decision = self.check(skill.id, skill.solution)
-                store.put(_apply(skill, decision, demote=self.config.demote_on_failure))
+                if not decision.not_judged:
+                    store.put(_apply(skill, decision, demote=self.config.demote_on_failure))
             decisions.append(decision)
             if on_decision is not None:
                 on_decision(decision)

@@ -19,6 +19,7 @@ from kernelgym.rewards import (
     drkernel_reward,
     fast_p_reward,
     get_reward,
+    judged,
     names,
     speedup_reward,
 )
@@ -41,7 +42,7 @@ def correct(speedup: float | None = None, *, verified: bool = False, ci_low: flo
     )
 
 
-FAILURES = [failed(v) for v in Verdict if v is not Verdict.OK]
+FAILURES = [failed(v) for v in Verdict if v not in (Verdict.OK, Verdict.INFRASTRUCTURE_ERROR)]
 CORRECT = [correct(0.3), correct(0.99), correct(1.5), correct(1.5, verified=True, ci_low=1.2),
            correct(40.0, verified=True), correct(timing=False), correct(2.0, verified=True, coverage=0.9)]
 
@@ -146,3 +147,12 @@ def test_callable_and_unknown():
         get_reward("nope")
     with pytest.raises(ConfigError):
         get_reward(42)
+
+
+@pytest.mark.parametrize("name", ["speedup", "fast_p", "fast_1.5", "drkernel"])
+def test_a_turn_the_judge_failed_is_never_charged_as_a_failure(name):
+    fn = get_reward(name)
+    not_judged = failed(Verdict.INFRASTRUCTURE_ERROR)
+    assert fn(not_judged, STATE) == 0.0
+    assert all(fn(not_judged, STATE) >= fn(r, STATE) for r in FAILURES)
+    assert not judged(not_judged) and all(judged(r) for r in FAILURES + CORRECT)

@@ -9,8 +9,9 @@ from typing import Any, cast
 from kernelgym.agents.policy import PolicyInfo, reply_meta
 from kernelgym.envs.types import Observation, ResetInfo, StepInfo
 
-# Verdicts that are not the judge's: "no_code" (the reply held no module) and "done" (the agent stopped).
-NOT_JUDGED = ("no_code", "done")
+# Verdicts that are not the judge's: "no_code" (the reply held no module), "done" (the agent stopped) and
+# "infrastructure_error" (the judge itself failed).
+NOT_JUDGED = ("no_code", "done", "infrastructure_error")
 
 
 @dataclass
@@ -72,12 +73,17 @@ class EpisodeRecord:
         return max(speeds) if speeds else None
 
     @property
+    def judged(self) -> bool:
+        """False when no turn is correct and the judge failed on one: the episode says nothing yet."""
+        return self.correct or not any(t.verdict == "infrastructure_error" for t in self.turns)
+
+    @property
     def total_reward(self) -> float:
         return float(sum(t.reward for t in self.turns))
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
-        data.update(key=self.key, correct=self.correct, speedup=self.speedup,
+        data.update(key=self.key, correct=self.correct, judged=self.judged, speedup=self.speedup,
                     verified_speedup=self.verified_speedup, total_reward=self.total_reward)
         return data
 

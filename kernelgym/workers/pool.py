@@ -2,6 +2,11 @@
 
 Each worker is spawned with a scrubbed environment (no API keys or tokens) and a directory of its own;
 it is replaced after a crash or a hang, and every `max_tasks_per_worker` evaluations.
+
+Faults of the judge are never the candidate's: when a trusted process fails (the worker dies or hangs, the
+pipeline reports `infrastructure_error`, the cache or work folder's disk is full, the kernel's OOM killer ran)
+the evaluation runs again on a fresh worker, up to `PoolConfig.infra_retries` times, and then the answer is
+`Verdict.INFRASTRUCTURE_ERROR` ("not judged"). Only what the candidate's own process does is charged to it.
 """
 
 from __future__ import annotations
@@ -9,11 +14,14 @@ from __future__ import annotations
 import os
 import queue
 import shutil
+import signal
 import socket
 import subprocess
 import sys
 import tempfile
 import threading
+import time
+from collections import Counter
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
@@ -28,6 +36,7 @@ from kernelgym.evaluation.result import EvalResult, Verdict
 from kernelgym.evaluation.rules import reason
 from kernelgym.tasks.task import Task
 from kernelgym.workers.sandbox import SandboxConfig
+from kernelgym.workers.worker import CHILDREN_FILE, start_time
 
 # Variables a worker may inherit; everything else (API keys, tokens, cloud credentials) stays behind.
 INHERITED_ENV = (
@@ -47,6 +56,10 @@ class PoolConfig:
     sandbox: SandboxConfig = field(default_factory=SandboxConfig)
     options: EvalOptions = field(default_factory=EvalOptions)  # defaults for every evaluation
     gpu: bool | None = None  # None: detect
+    # Re-runs, each on a fresh worker, of an evaluation whose judge failed; then `infrastructure_error`.
+    infra_retries: int = 2
+    infra_backoff_s: float = 1.0  # wait before the first re-run, doubled for each next (a full disk clears)
+    min_free_disk_mb: int = 64  # less free space than this in the cache or work folder is a full disk
 
 
 def has_gpu() -> bool:
@@ -71,6 +84,7 @@ class _Worker:
         self.process: subprocess.Popen | None = None
         self.conn: Connection | None = None
         self.tasks_done = 0
+        self.started: int | None = None  # the worker process's start time (clock ticks since boot)
 
     def start(self) -> None:
         config = self.pool.config
@@ -96,6 +110,10 @@ class _Worker:
             stderr=self.log,
         )
         theirs.close()
+        try:
+            self.started = int(start_time(self.process.pid))
+        except (OSError, IndexError, ValueError):
+            self.started = None  # no /proc: nothing is swept
         self.conn = Connection(os.dup(ours.fileno()))
         ours.close()
         self.conn.send({"work_root": work_root, "sandbox": config.sandbox, "has_gpu": self.pool.gpu})
@@ -120,8 +138,32 @@ class _Worker:
                 self.process.kill()
                 self.process.wait()
             self.process = None
+            self._sweep()
         if getattr(self, "log", None):
             self.log.close()
+
+    def _sweep(self) -> None:
+        """After the worker is gone: kill the evaluation processes it left (a worker killed mid-evaluation
+        never killed its reference and candidate) and remove their folders."""
+        work_root = os.path.join(self.pool.work_root, f"worker-{self.index}")
+        noted = os.path.join(work_root, CHILDREN_FILE)
+        try:
+            with open(noted) as f:
+                lines = f.read().split("\n")
+            os.unlink(noted)
+        except OSError:
+            lines = []
+        for line in lines:
+            pid, _, started = line.partition(" ")
+            if pid.isdigit() and self.started is not None:
+                _kill_if_same(int(pid), started, self.started)
+        try:
+            names = os.listdir(work_root)
+        except OSError:
+            names = []
+        for name in names:
+            if name.startswith("eval-"):
+                shutil.rmtree(os.path.join(work_root, name), ignore_errors=True)
 
     def run(self, job: EvalJob) -> EvalResult:
         if self.process is None or self.process.poll() is not None:
@@ -138,11 +180,11 @@ class _Worker:
             result = EvalResult.from_dict(data)
         except TimeoutError:
             self.stop()
-            return _failed(job, Verdict.TIMEOUT,
-                           f"worker_timeout: no answer in {limit:.0f} s; the worker was replaced")
+            return _failed(job, Verdict.INFRASTRUCTURE_ERROR,
+                           f"worker_timeout: the worker gave no answer in {limit:.0f} s; it was replaced")
         except (EOFError, OSError) as exc:
             self.stop()
-            return _failed(job, Verdict.CRASH,
+            return _failed(job, Verdict.INFRASTRUCTURE_ERROR,
                            f"worker_crash: the worker died ({type(exc).__name__}); it was replaced")
         self.tasks_done += 1
         if self.tasks_done >= self.pool.config.max_tasks_per_worker or _spoiled(result):
@@ -160,6 +202,30 @@ def _failed(job: EvalJob, verdict: Verdict, reason: str) -> EvalResult:
     return EvalResult(job.task_id, job.backend, job.size, verdict, [reason])
 
 
+# Verdicts a full disk or a host out of memory can produce in an honest evaluation (a build or a process
+# killed, a write that failed); a wrong output or a rejected hack is never their doing.
+_RESOURCE_VERDICTS = (Verdict.COMPILE_ERROR, Verdict.RUNTIME_ERROR, Verdict.CRASH, Verdict.TIMEOUT)
+
+
+def oom_kills() -> int:
+    """The kernel's count of OOM kills since boot (host and cgroup limits alike); -1 where unreadable."""
+    try:
+        with open("/proc/vmstat") as f:
+            for line in f:
+                if line.startswith("oom_kill "):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return -1
+
+
+@dataclass
+class InfraStats:
+    """What the pool did about faults of the judge, over its lifetime (read by benchmarks/soak.py)."""
+
+    rejudged: int = 0  # evaluations run again after an infrastructure fault
+    not_judged: int = 0  # evaluations answered `infrastructure_error` once the re-runs were spent
+    causes: Counter = field(default_factory=Counter)  # rule of each fault ("worker_crash", "disk_full", ...)
 def make_job(task: Task, source: str | bytes, backend: str, size: str | None, defaults: EvalOptions,
              gpu: bool, **options) -> EvalJob:
     """The plain-data job of one evaluation: the task's source at the chosen size, solution and options."""
@@ -202,6 +268,7 @@ class EvalPool:
         self._executor = ThreadPoolExecutor(max_workers=n, thread_name_prefix="kernelgym-eval")
         self._closed = False
         self._lock = threading.Lock()
+        self.infra = InfraStats()
 
     @property
     def size(self) -> int:
@@ -233,14 +300,63 @@ class EvalPool:
             return _failed(job, Verdict.COMPILE_ERROR, reason(rules.WRONG_BACKEND, mismatch))
         worker = self._idle.get()
         try:
-            result = worker.run(job)
-            if _spoiled(result):  # not the candidate's doing: judge it again in the replaced worker
-                result = worker.run(job)
-            return result
-        except Exception as exc:  # noqa: BLE001 - e.g. a worker that cannot start: an answer, not a hang
-            return _failed(job, Verdict.CRASH, f"worker_error: {type(exc).__name__}: {exc}")
+            return self._judge(worker, job)
         finally:
             self._idle.put(worker)
+
+    def _judge(self, worker: _Worker, job: EvalJob) -> EvalResult:
+        """Run the job; after a fault of the judge, run it again on a fresh worker; at last, not judged."""
+        causes: list[str] = []
+        for attempt in range(self.config.infra_retries + 1):
+            if attempt:
+                worker.stop()  # the next run() starts a fresh worker
+                with self._lock:
+                    self.infra.rejudged += 1
+                time.sleep(self.config.infra_backoff_s * 2 ** (attempt - 1))
+            cause = self._disk_full()
+            if cause is None:
+                kills = oom_kills()
+                try:
+                    result = worker.run(job)
+                except Exception as exc:  # noqa: BLE001 (e.g. a worker that cannot start: an answer, not a hang)
+                    result = _failed(job, Verdict.INFRASTRUCTURE_ERROR,
+                                     f"worker_error: {type(exc).__name__}: {exc}")
+                cause = self._infra_cause(result, kills)
+                if cause is None:
+                    return result
+            causes.append(cause)
+            with self._lock:
+                self.infra.causes[_rule(cause)] += 1
+        with self._lock:
+            self.infra.not_judged += 1
+        return _failed(job, Verdict.INFRASTRUCTURE_ERROR,
+                       f"infrastructure_error: the judge failed {len(causes)} times; not judged "
+                       f"({'; '.join(causes)})"[:2000])
+
+    def _infra_cause(self, result: EvalResult, oom_before: int) -> str | None:
+        """Why `result` is the judge's failure rather than the candidate's, or None when it stands."""
+        if result.verdict is Verdict.INFRASTRUCTURE_ERROR:  # the pipeline's word: a trusted process failed
+            return str(result.reasons[0]) if result.reasons else "infrastructure_error"
+        if result.verdict not in _RESOURCE_VERDICTS:
+            return None
+        full = self._disk_full()
+        if full is not None:
+            return full
+        if oom_before >= 0 and oom_kills() > oom_before:
+            return (f"host_oom: the kernel's OOM killer ran during the evaluation "
+                    f"(verdict was {result.verdict.value})")
+        return None
+
+    def _disk_full(self) -> str | None:
+        floor = self.config.min_free_disk_mb << 20
+        for name, folder in (("cache", self.cache_root), ("work", self.work_root)):
+            try:
+                free = shutil.disk_usage(folder).free
+            except OSError:
+                continue
+            if free < floor:
+                return f"disk_full: {free >> 20} MiB free in the {name} folder {folder}"
+        return None
 
     def close(self) -> None:
         with self._lock:
@@ -274,6 +390,29 @@ class EvalPool:
             self.close()
         except Exception:  # noqa: BLE001, S110 - closing at interpreter exit may find half the world gone
             pass
+
+
+def _kill_if_same(pid: int, started: str, worker_started: int) -> None:
+    """SIGKILL the process `pid` (and its process group, unless that is this process's), only if it is still
+    the one that started then, after the worker that forked it, and is not this process. A stopped process
+    (the worker freezes the candidate while it reads its outputs) dies too."""
+    try:
+        if start_time(pid) != started or int(started) < worker_started or pid <= 1 or pid == os.getpid():
+            return  # gone and the pid reused, or not a process of that worker
+        # Not yet in a session of its own (e.g. killed with its worker before it got there): it alone.
+        kills = (os.kill,) if os.getpgid(pid) == os.getpgrp() else (os.killpg, os.kill)
+    except (OSError, IndexError, ValueError):
+        return
+    for kill in kills:
+        try:
+            kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def _rule(reason: str) -> str:
+    """The rule of a reason: `.rule` of the pipeline's typed reasons, else the name the pool's start with."""
+    return getattr(reason, "rule", None) or str(reason).split(":")[0]
 
 
 def _gpu_count() -> int:

@@ -28,6 +28,7 @@ def _serve(conn: Connection) -> None:
 
     locks.prepare()
     os.makedirs(config["work_root"], exist_ok=True)
+    _note_children(os.path.join(config["work_root"], CHILDREN_FILE))
     pipeline = Pipeline(config["work_root"], config["sandbox"], config["has_gpu"])
     conn.send(("ready", os.getpid()))
     while True:
@@ -39,11 +40,46 @@ def _serve(conn: Connection) -> None:
             return
         try:
             result = pipeline.run(job)
-        except Exception as exc:  # noqa: BLE001 - a bug of ours: still an answer, never a hung pool
-            result = EvalResult(job.task_id, job.backend, job.size, Verdict.CRASH,
+        except Exception as exc:  # noqa: BLE001 - a bug of ours (the judge failed, not the candidate): an answer
+            result = EvalResult(job.task_id, job.backend, job.size, Verdict.INFRASTRUCTURE_ERROR,
                                 [f"internal_error: {type(exc).__name__}: {exc}"],
                                 output_tail=traceback.format_exc()[-3000:])
         conn.send(result.to_dict())
+
+
+CHILDREN_FILE = "children.pids"
+
+
+def start_time(pid: int) -> str:
+    """The process's start time in clock ticks since boot (with its pid, it names one process for good)."""
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[19]
+
+
+def _note_children(path: str) -> None:
+    """Every process this worker forks (reference, candidate) writes its pid and start time to `path` first,
+    so that when the worker dies (killed, out of memory) the pool can still find and kill what it left
+    running.
+    Compiler runs (subprocess, which runs no fork hooks) end on their own."""
+
+    worker = os.getpid()
+
+    def note() -> None:
+        try:
+            pid = os.getpid()
+            # Only this worker's own children, as /proc names them: a process forked further down, or inside
+            # a PID namespace of its own (where getpid() is 1, 2, ...), names another process of the host.
+            if os.getppid() != worker or os.readlink("/proc/self") != str(pid):
+                return
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            try:
+                os.write(fd, f"{pid} {start_time(pid)}\n".encode())
+            finally:
+                os.close(fd)
+        except OSError:  # a full disk: the pool's sweep misses this one, nothing else breaks
+            pass
+
+    os.register_at_fork(after_in_child=note)
 
 
 def _preimport(has_gpu: bool) -> None:

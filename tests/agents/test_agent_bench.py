@@ -148,6 +148,17 @@ def test_results_file_repairs_a_torn_tail(tmp_path):
     assert [r["key"] for r in store.read()] == ["a#0", "c#0"]
 
 
+def test_an_episode_the_judge_failed_is_run_again_and_the_judged_one_kept(tmp_path):
+    store = ResultsFile(tmp_path / "results.jsonl")
+    failed_judge = {"key": "a#0", "task_id": "a", "sample": 0, "correct": False,
+                    "turns": [{"verdict": "infrastructure_error"}]}
+    store.append(failed_judge)
+    store.append({**failed_judge, "turns": [{"verdict": "incorrect"}]})
+    store.append({**failed_judge, "turns": [{"verdict": "ok"}], "correct": True})
+    (kept,) = store.read()
+    assert kept["turns"] == [{"verdict": "incorrect"}]  # the first judged record, never the unjudged one
+
+
 def test_cli_command(tmp_path):
     import typer
     from typer.testing import CliRunner

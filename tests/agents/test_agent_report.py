@@ -110,6 +110,16 @@ def test_tensorboard_missing_is_a_note(tmp_path, monkeypatch):
     assert "tensorboard is not installed" in (tmp_path / "report.md").read_text()
 
 
+def test_an_episode_the_judge_failed_is_not_judged_never_a_failure():
+    failed_judge = _rec("s/L1/b", 1, "act", False, verdicts=("infrastructure_error", "incorrect"))
+    failed_judge["turns"][0].update(meta={"replay": "b.py"}, reasons=["infrastructure_error: worker_crash"])
+    judged_later = _rec("s/L1/c", 1, "norm", True, 2.0, verdicts=("infrastructure_error", "ok"))
+    s = summarize([_rec("s/L1/a", 1, "act", True, 2.5), failed_judge, judged_later], TASKS[:3])
+    o = s["overall"]
+    assert (o["expected"], o["finished"], o["not_judged"]) == (2, 2, 1)  # b leaves the denominator
+    assert o["fast_p"]["1"] == 1.0
+    assert s["not_judged"] == ["s/L1/b#0"] and s["honest_replays_rejected"] == []
+    assert "Episodes not judged (1" in render_markdown(s)
 def test_per_task_table_env_ids_command_and_warnings_in_the_report(tmp_path):
     record = _rec("s/L1/a", 1, "act", True, 2.5, verified=True, verdicts=("compile_error", "ok"))
     record["turns"][0].update(wall_s=12.0, eval_s=2.0, meta={"completion_tokens": 300})

@@ -152,3 +152,25 @@ def test_candidate_files(tmp_path):
     (tmp_path / "bad.json").write_text("{oops")
     with pytest.raises(SkillFormatError, match="bad JSON"):
         read_candidates(tmp_path / "bad.json")
+
+
+def test_a_run_the_judge_failed_decides_nothing_and_stores_nothing(db_path):
+    from kernelgym.skill_store.skill import Solution
+    from kernelgym.workers.pool import EvalPool
+
+    store = SkillStore(db_path, seed=False)
+    # A real pool whose disk is "full" (no folder has 2**40 MiB free): every run is infrastructure_error.
+    with EvalPool(workers=1, gpu=False, infra_retries=0, min_free_disk_mb=1 << 40) as broken:
+        decision = gate(broken).submit(store, candidate("cpp-relu-omp", HONEST))
+        assert decision.not_judged and not decision.admitted and decision.state == "not judged"
+        assert [r.verdict for r in decision.runs] == ["infrastructure_error"] * 3
+        assert store.find("cpp-relu-omp") is None  # neither admitted nor rejected
+
+        admitted = candidate("cpp-relu-admitted", HONEST).skill
+        admitted.status = "admitted"
+        admitted.solution = Solution(source=HONEST.read_text(), task_ids=[RELU], backend="cpp", size="cpu")
+        store.put(admitted)
+        (again,) = gate(broken, runs=1).reverify(store, ["cpp-relu-admitted"])
+    assert again.not_judged
+    kept = store.get("cpp-relu-admitted")
+    assert kept.status == "admitted" and not kept.history  # never demoted by the judge's own failure

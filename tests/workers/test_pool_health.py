@@ -7,17 +7,15 @@ from kernelgym.evaluation.result import EvalResult, Verdict
 from kernelgym.workers import pool as pool_mod
 
 
-def test_a_spoiled_fork_is_recognised_only_by_its_exact_message():
-    spoiled = EvalResult("t", "cuda", "gpu", Verdict.RUNTIME_ERROR, [
-        ("reference_failed: the task's reference raised RuntimeError: Cannot re-initialize CUDA in forked "
-         "subprocess. To use CUDA with multiprocessing, you must use the 'spawn' start method")])
+def test_only_the_judge_s_own_failure_spoils_a_worker():
+    spoiled = EvalResult("t", "cuda", "gpu", Verdict.INFRASTRUCTURE_ERROR, [
+        "judge_failed: the worker's own process initialized CUDA"])
     assert pool_mod._spoiled(spoiled)
-    assert not pool_mod._spoiled(EvalResult("t", "cuda", "gpu", Verdict.RUNTIME_ERROR,
-                                            ["forward_error: CUDA error"]))
+    assert not pool_mod._spoiled(EvalResult("t", "cuda", "gpu", Verdict.CRASH, ["cuda_error: illegal memory access"]))
 
 
 def test_the_pool_judges_a_spoiled_evaluation_again_in_a_fresh_worker(monkeypatch, relu_task, relu_solution):
-    with pool_mod.EvalPool(workers=1, gpu=False) as pool:
+    with pool_mod.EvalPool(workers=1, gpu=False, infra_backoff_s=0.0) as pool:
         worker = pool._workers[0]
         real_run = worker.run
         calls = []
@@ -26,8 +24,8 @@ def test_the_pool_judges_a_spoiled_evaluation_again_in_a_fresh_worker(monkeypatc
             calls.append(job.task_id)
             if len(calls) == 1:
                 worker.stop()  # what run() does after a spoiled answer
-                return EvalResult(job.task_id, job.backend, job.size, Verdict.RUNTIME_ERROR,
-                                  ["reference_failed: RuntimeError: " + pool_mod._SPOILED_FORK])
+                return EvalResult(job.task_id, job.backend, job.size, Verdict.INFRASTRUCTURE_ERROR,
+                                  ["judge_failed: the worker's own process initialized CUDA"])
             return real_run(job)
 
         monkeypatch.setattr(worker, "run", run_once_spoiled)
