@@ -50,8 +50,7 @@ def bench_command(
     no_tensorboard: bool = typer.Option(False, "--no-tensorboard", help="skip the TensorBoard scalars"),
 ) -> None:
     """Run a policy over a task set (resumable: rerun the same command to continue), then report fast_p."""
-    from kernelgym.agents.bench import BenchConfig, run_bench
-    from kernelgym.errors import KernelGymError
+    from kernelgym.agents.bench import BenchConfig
 
     if baseline is None:  # a daVinci checkpoint is benched the way it was trained: skills in the prompt
         baseline = "davinci" if policy.startswith("davinci:") else "refine"
@@ -61,7 +60,14 @@ def bench_command(
                          samples=samples, turns=turns, concurrency=concurrency, out=out, reward=reward,
                          seed=seed, kernelbench_root=kernelbench_root, tensorboard=not no_tensorboard,
                          baseline_options=options, eval_options=judge, evaluator=evaluator)
-    command = "kernelgym bench " + " ".join(shlex.quote(a) for a in _bench_args())
+    _run_and_report(config, "kernelgym bench " + " ".join(shlex.quote(a) for a in _bench_args()))
+
+
+def _run_and_report(config, command: str) -> None:
+    """One run; a bad configuration is a one-line error, an interruption keeps what finished."""
+    from kernelgym.agents.bench import run_bench
+    from kernelgym.errors import KernelGymError
+
     try:
         outcome = run_bench(config, command=command)
     except (KernelGymError, ValueError, TypeError, FileNotFoundError, ModuleNotFoundError) as exc:

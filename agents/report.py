@@ -125,7 +125,8 @@ def summarize(records: Iterable[dict[str, Any]], tasks: Sequence[dict[str, Any]]
         "turns": len(turns),
         "samples": samples,
         "speedups": sorted(s for r in kept if r.get("correct") and (s := _speedup(r)) is not None),
-        "not_judged": sorted(f"{r['task_id']}#{int(r.get('sample', 0))}" for r in kept if not episode_judged(r)),
+        "not_judged": sorted(f"{r['task_id']}#{int(r.get('sample', 0))}" for r in kept
+                             if not episode_judged(r)),
         "missing": sorted({f"{t['id']}#{s}" for t in tasks for s in range(samples)}
                           - {f"{r['task_id']}#{int(r.get('sample', 0))}" for r in kept}),
     }
@@ -220,8 +221,9 @@ def render_markdown(summary: dict[str, Any], *, title: str = "kernelgym bench",
     out += ["## Verdicts (every judged turn)", "", _md_table(["verdict", "turns"], judged or [["-", "0"]]),
             ""]
     if unjudged:
-        out.append(f"Turns not judged ({', '.join(unjudged)}): `no_code` is a reply without a solution module, "
-                   "`done` a reply that ended the episode, `infrastructure_error` a turn the judge itself failed.")
+        out.append(f"Turns not judged ({', '.join(unjudged)}): `no_code` is a reply without a solution "
+                   "module, `done` a reply that ended the episode, `infrastructure_error` a turn the judge "
+                   "itself failed.")
     out.append(f"Hacks caught (turns judged `hack`): **{summary['hacks_caught']}**.")
     lc = summary["labelled_cheats"]
     if lc["submitted"]:

@@ -157,14 +157,17 @@ def checks(
     ]
     charged = [e for e in episodes if not e.honest and e.expected != "ok"]
     return {
-        # Every episode started finished (with --max-minutes, episodes not started are not lost, only not run).
+        # Every episode started finished (with --max-minutes, episodes not started are not lost, only not
+        # run).
         "no_episode_lost": (len(episodes) == config.envs * config.episodes or bool(config.max_minutes))
         and not count.get("lost")
         and len({(e.env, e.index) for e in episodes}) == len(episodes),
         "no_judge_fault_charged": not any(c.startswith("judge_fault_charged") for c in count)
         and all(r == 0.0 for r in unjudged_rewards),
-        # Charged: its failure verdict, or another failure after a judge process was killed under it (a reference
-        # killed mid-evaluation is `crash` until the pipeline answers infrastructure_error for it), never `ok`.
+        # Charged: its failure verdict, or another failure after a judge process was killed under it (a
+        # reference
+        # killed mid-evaluation is `crash` until the pipeline answers infrastructure_error for it), never
+        # `ok`.
         "every_candidate_fault_charged": all(e.verdict != "ok" for e in misjudged)
         and all(min(e.rewards, default=0.0) < 0 for e in charged if e.judged),
         "nothing_left_behind": not any(leftovers.values()),

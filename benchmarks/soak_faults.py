@@ -1,4 +1,5 @@
-"""The outside world of benchmarks/soak.py: a small tmpfs for the cache, a memory cgroup for the judge, the fault
+"""The outside world of benchmarks/soak.py: a small tmpfs for the cache, a memory cgroup for the judge, the
+fault
 injector, and a sampler of the workers' memory and file descriptors."""
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ def descendants(root: int) -> list[int]:
 
 
 def evaluation_processes(worker_pid: int) -> list[int]:
-    """The worker's forked evaluation processes (python, not a compiler), oldest first: reference, candidate."""
+    """The worker's forked evaluation processes (python, not a compiler), oldest first."""
     try:
         with open(f"/proc/{worker_pid}/task/{worker_pid}/children") as f:
             kids = [int(p) for p in f.read().split()]
@@ -133,7 +134,7 @@ class JudgeCgroup:
             pass
 
     def anon(self) -> int:
-        """Bytes of anonymous memory charged here (page cache left out: the kernel reclaims it before an OOM)."""
+        """Anonymous memory charged here (page cache left out: the kernel reclaims it before an OOM)."""
         key = "anon" if self.v2 else "total_rss"
         for line in (self.path / "memory.stat").read_text().splitlines():
             name, _, value = line.partition(" ")
@@ -173,7 +174,7 @@ time.sleep(hold)
 """
 
 
-# the sampler --------------------------------------------------------------------------------------------------
+# the sampler ------------------------------------------------------------------------------------------------
 
 
 class Sampler:
@@ -252,7 +253,8 @@ class Sampler:
         return [pid for pid, started in self.forked.items() if alive(pid, started)]
 
     def trend(self) -> dict:
-        """Growth of worker RSS and fds with the evaluations each worker has done (a leak grows with work, whatever
+        """Growth of worker RSS and fds with the evaluations each worker has done (a leak grows with work,
+        whatever
         the restarts; a worker that has not finished its first evaluation is still starting and left out), and
         of this process's fds and RSS with the episodes finished."""
         points = [
@@ -309,7 +311,7 @@ def _slope(points: list[tuple[float, float]]) -> float:
     return sum((x - mx) * (y - my) for x, y in points) / var if var else 0.0
 
 
-# the injector -------------------------------------------------------------------------------------------------
+# the injector -----------------------------------------------------------------------------------------------
 
 
 class Injector:
@@ -343,7 +345,7 @@ class Injector:
             self.faults.append({"time": at, "end": time.time(), "kind": kind, "hit": hit, "target": target})
 
     def _victim(self, role: str) -> int | None:
-        """A process of an evaluation in flight: its worker, reference (oldest child) or candidate (youngest)."""
+        """A process of an evaluation in flight: its worker, reference (oldest) or candidate (youngest)."""
         deadline = time.monotonic() + 3.0
         while time.monotonic() < deadline and not self._stop.is_set():
             choices = []

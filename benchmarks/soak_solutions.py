@@ -1,4 +1,5 @@
-"""The solutions benchmarks/soak.py replays: honest ones (bundled) and ones whose failure is the candidate's own.
+"""The solutions benchmarks/soak.py replays: honest ones (bundled) and ones whose failure is the candidate's
+own.
 
 Each is (name, task id, source, honest). The expected verdict of each is measured once without faults at the
 start of a soak, so nothing here hard-codes what the judge says.
@@ -33,7 +34,10 @@ CPP_CANDIDATE_FAULTS = {
     + '''
 lib = load_cpp(r"""
 #include <cstdint>
-extern "C" void relu(const float* x, float* y, int64_t n) { float* p = nullptr; for (int64_t i = 0; i < n; ++i) p[i * 1000003] = x[i]; }
+extern "C" void relu(const float* x, float* y, int64_t n) {
+    float* p = nullptr;
+    for (int64_t i = 0; i < n; ++i) p[i * 1000003] = x[i];
+}
 """)'''
     + CPP_FORWARD,
     "exit_in_forward": CPP_HEADER
@@ -52,7 +56,9 @@ lib = load_cpp(r"""extern "C" void relu(const float* x, float* y, long n) { this
     + '''
 lib = load_cpp(r"""
 #include <cstdint>
-extern "C" void relu(const float* x, float* y, int64_t n) { for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0 ? 2 * x[i] : 0; }
+extern "C" void relu(const float* x, float* y, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0 ? 2 * x[i] : 0;
+}
 """)'''
     + CPP_FORWARD,
     # More than the sandbox's address-space limit: its own MemoryError, never the host's out-of-memory.

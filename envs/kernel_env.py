@@ -237,8 +237,8 @@ class KernelEnv(gym.Env[Observation, Action]):
         if ep is None:
             raise gym.error.ResetNeeded("call reset() before step()")
         if ep.terminated or ep.turn >= self.config.max_turns or ep.unjudged > self.config.max_unjudged_turns:
-            raise gym.error.ResetNeeded("the episode is over (done, target reached, max_turns or the judge kept "
-                                        "failing); call reset()")
+            raise gym.error.ResetNeeded("the episode is over (done, target reached, max_turns or the judge "
+                                        "kept failing); call reset()")
         prompt_seen, feedback_seen = self._prompt(), ep.feedback
         reply = _as_text(action)  # raises ActionError for anything but text
         parsed = parse_reply(reply, self.config.done_marker)
@@ -345,7 +345,8 @@ class KernelEnv(gym.Env[Observation, Action]):
             return pool.evaluate(ep.task, code, backend=self.backend, size=ep.size, **self._eval_options)
         except KernelGymError:
             raise  # a closed pool or a bad option is the caller's mistake, not the agent's
-        except Exception as exc:  # noqa: BLE001 (the judge failed: a turn not judged, and a warning for the caller)
+        # the judge failed: a turn not judged, and a warning for the caller
+        except Exception as exc:  # noqa: BLE001
             logger.warn(f"kernelgym evaluation failed ({type(exc).__name__}: {exc}); the turn is not judged")
             return EvalResult(ep.task.id, self.backend, ep.size, Verdict.INFRASTRUCTURE_ERROR,
                               [f"evaluator_error: {type(exc).__name__}: {str(exc)[:300]}"])
@@ -430,7 +431,7 @@ def _as_text(action: Any) -> str:
 
 
 class TurnLimit(TimeLimit):
-    """gymnasium's TimeLimit over judged turns: a turn the judge failed (info["judged"] False) is given back."""
+    """gymnasium's TimeLimit over judged turns: a turn the judge failed (info["judged"] False) is returned."""
 
     def step(self, action: Any):
         observation, reward, terminated, truncated, info = self.env.step(action)

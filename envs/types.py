@@ -69,7 +69,8 @@ class StepInfo(TypedDict, total=False):
     reply_parse: str  # where the code came from (a fenced block, the whole reply, ...)
     best: BestSolutionInfo  # absent until a reply is correct
     episode: EpisodeStats
-    judged: bool  # False when the judge itself failed (infrastructure_error): the turn was given back, reward 0
+    # False when the judge itself failed (infrastructure_error): the turn was given back, reward 0
+    judged: bool
 
 
 @dataclass(frozen=True)

@@ -177,5 +177,5 @@ def names() -> list[str]:
     return sorted(REWARDS)
 
 
-__all__ = ["NOT_JUDGED", "REWARDS", "EpisodeState", "RewardFn", "drkernel_reward", "fast_p_reward", "get_reward",
-           "judged", "names", "speedup_reward"]
+__all__ = ["NOT_JUDGED", "REWARDS", "EpisodeState", "RewardFn", "drkernel_reward", "fast_p_reward",
+           "get_reward", "judged", "names", "speedup_reward"]

@@ -225,7 +225,8 @@ class Gate:
                 runs.append(record)
                 if record.verdict == NOT_JUDGED:  # the judge's fault: says nothing about the solution
                     why = f": {record.reasons[0]}" if record.reasons else ""
-                    unjudged = unjudged or f"{task_id} run {index + 1}: not judged, the judge failed{why}"[:400]
+                    note = f"{task_id} run {index + 1}: not judged, the judge failed{why}"
+                    unjudged = unjudged or note[:400]
                     continue
                 problem = self._problem(record)
                 if problem and not failure:

@@ -1,4 +1,4 @@
-"""A turn the judge itself failed is never the agent's: reward 0, info["judged"] False, the turn given back."""
+"""A turn the judge itself failed is never the agent's: reward 0, info["judged"] False, the turn returned."""
 
 import gymnasium as gym
 import pytest
@@ -9,7 +9,8 @@ from kernelgym.workers.pool import EvalPool
 
 @pytest.fixture
 def broken_judge():
-    # A real pool whose disk is "full" (no folder has 2**40 MiB free): every evaluation is infrastructure_error.
+    # A real pool whose disk is "full" (no folder has 2**40 MiB free): every evaluation is
+    # infrastructure_error.
     with EvalPool(workers=1, gpu=False, infra_retries=0, min_free_disk_mb=1 << 40) as pool:
         yield pool
 

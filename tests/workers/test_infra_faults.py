@@ -1,5 +1,6 @@
-"""Faults of the judge are never the candidate's: a dead worker, a pipeline that reports `infrastructure_error`
-or a full disk make the pool judge again on a fresh worker, and at worst answer "not judged"."""
+"""Faults of the judge are never the candidate's: a dead worker, a pipeline that reports
+`infrastructure_error` or a full disk make the pool judge again on a fresh worker, and at worst answer
+"not judged"."""
 
 import os
 import signal
