@@ -295,6 +295,20 @@ class _Evaluation:
                                     Peaks(**msg.peaks))
         self.result.stage_s["reference"] = round(time.monotonic() - started, 3)
 
+    # sending: a dead candidate is its own crash; a dead reference is the judge's failure -------------------
+    def to_candidate(self, message: m.Message, blobs=(), fds=()) -> None:
+        try:
+            self.candidate.send(message, blobs, fds)
+        except Died:
+            death = self.candidate.death()
+            raise _end(rules.CRASH, f"the candidate's process {death} during {self.stage}") from None
+
+    def to_reference(self, message: m.Message, blobs=(), fds=()) -> None:
+        try:
+            self.reference.send(message, blobs, fds)
+        except Died:
+            raise _end(rules.JUDGE_FAILED, f"the reference process {self.reference.death()}") from None
+
     # the candidate's messages -------------------------------------------------------------------------------
     def receive(self, expected: type[m.Message], stage: str, limit_s: float) -> m.Message:
         """The candidate's next message of the expected type; build requests are served on the way."""
@@ -325,7 +339,7 @@ class _Evaluation:
         reply, cached = builds.serve(msg.request, max(1.0, deadline - time.monotonic()))
         self.cached = self.cached and cached
         self.build_s += time.monotonic() - started
-        self.candidate.send(reply)
+        self.to_candidate(reply)
 
     def failed(self, msg: m.Failed) -> None:
         stage = msg.stage
@@ -363,7 +377,7 @@ class _Evaluation:
         self.result.stage_s["load"] = round(time.monotonic() - started, 3)
         if self.mode == "compile":
             raise _end(rules.NO_GPU, "the CUDA code compiled, but this machine has no GPU to run it")
-        self.candidate.send(m.Construct(self.ready.init_args, self.child_job.init_seed))
+        self.to_candidate(m.Construct(self.ready.init_args, self.child_job.init_seed))
         self.receive(m.Constructed, "init", self.options.timeout_s)
 
     # batches ------------------------------------------------------------------------------------------------
@@ -372,11 +386,11 @@ class _Evaluation:
         """One batch of fresh input sets through both sides, timed by this process, every output checked."""
         self.batches += 1
         record = _Batch(self.batches, len(seeds))
-        self.reference.send(m.MakeInputs(record.number, seeds, perturbed))
+        self.to_reference(m.MakeInputs(record.number, seeds, perturbed))
         inputs, fd = self._reference_inputs(record.number)
         try:
             if inputs.ipc:  # GPU: the candidate maps the reference's input sets before the clock starts
-                self.candidate.send(m.RunBatch(record.number, ipc=inputs.ipc, map_only=True))
+                self.to_candidate(m.RunBatch(record.number, ipc=inputs.ipc, map_only=True))
                 self.receive(m.BatchDone, self.stage, self.options.timeout_s)
             order = ("candidate", "reference") if candidate_first else ("reference", "candidate")
             done = None
@@ -410,7 +424,7 @@ class _Evaluation:
     def _run_reference(self, number: int, inputs: m.Inputs, fd: int | None) -> float:
         message = m.RunBatch(number, layout=inputs.layout)
         start = time.perf_counter_ns()
-        self.reference.send(message, fds=[fd] if fd is not None else ())
+        self.to_reference(message, fds=[fd] if fd is not None else ())
         try:
             msg, _, _ = self.reference.receive(time.monotonic() + self.options.timeout_s + 60)
         except (TimeoutError, Died):
@@ -425,7 +439,7 @@ class _Evaluation:
         message = m.RunBatch(record.number, layout=inputs.layout, ipc=inputs.ipc, profile=profile)
         cpu_before = self.candidate.cpu_seconds() if self.device == "cpu" else 0.0
         start = time.perf_counter_ns()
-        self.candidate.send(message, fds=[fd] if fd is not None else ())
+        self.to_candidate(message, fds=[fd] if fd is not None else ())
         done = self.receive(m.BatchDone, self.stage, self.options.timeout_s)
         record.candidate_ms = (time.perf_counter_ns() - start) / 1e6
         self.done_at = time.perf_counter_ns()
@@ -454,7 +468,7 @@ class _Evaluation:
         for call in reversed(range(record.calls)):
             metas, blobs = reads[call] if reads is not None else (done.outputs[call],
                                                                   [b""] * len(done.outputs[call]))
-            self.reference.send(m.Compare(record.number, call, metas, self.atol, self.rtol), blobs)
+            self.to_reference(m.Compare(record.number, call, metas, self.atol, self.rtol), blobs)
             try:
                 answer, _, _ = self.reference.receive(time.monotonic() + self.options.timeout_s + 60)
             except (TimeoutError, Died):
@@ -614,7 +628,7 @@ class _Evaluation:
         times = []
         for i in range(12):
             start = time.perf_counter_ns()
-            self.reference.send(m.RunBatch(-1 - i))
+            self.to_reference(m.RunBatch(-1 - i))
             try:
                 self.reference.receive(time.monotonic() + 30)
             except (TimeoutError, Died):
