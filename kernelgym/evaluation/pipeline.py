@@ -36,6 +36,7 @@ from kernelgym.evaluation.result import (
 from kernelgym.evaluation.rules import Reason, reason
 from kernelgym.evaluation.static import static_check
 from kernelgym.evaluation.timing import TimingConfig, speedup_interval, stats
+from kernelgym.stats import median
 from kernelgym.workers import messages as m
 from kernelgym.workers.child import ChildJob, run_candidate, run_reference
 from kernelgym.workers.process import Died, EvalProcess
@@ -634,7 +635,7 @@ class _Evaluation:
             except (TimeoutError, Died):
                 raise _end(rules.JUDGE_FAILED, "the reference process did not answer") from None
             times.append((time.perf_counter_ns() - start) / 1e6)
-        return sorted(times[2:])[len(times[2:]) // 2]
+        return median(times[2:])  # the first two warm the path
 
     def _calls_that_fit(self, calls: int, share: float = 0.4) -> int:
         """Calls per batch that fit: each holds an input set (and, on the GPU, the reference's private copy)

@@ -171,3 +171,11 @@ def test_timing_reports_what_the_trusted_clock_saw(pool, relu):
     assert timing.calls_per_batch >= 1 and timing.batches >= 1 and timing.candidate.trials == timing.batches
     assert 0 < timing.cpu_time_ratio <= 1.5  # one thread allowed: the candidate's tree stayed within it
     assert timing.readback_lag_ms is None  # a GPU measure
+
+
+@pytest.mark.parametrize("trials", [1, 2])
+def test_very_few_timing_trials_still_judge_an_honest_solution(pool, relu, trials):
+    """The judge is told how many batches there were; nothing recounts them (a crash here once)."""
+    result = pool.evaluate(relu, examples("cpp")[0].source, backend="cpp", timing_trials=trials)
+    assert result.verdict is Verdict.OK, result.reasons
+    assert result.timing.batches == trials and result.timing.candidate.trials == trials
