@@ -16,10 +16,10 @@ class EvalOptions:
     correctness_trials: int = 5
     perturbed_trials: int = 1  # of those, trials with scaled/shifted float inputs (where the task allows)
     timing: bool = True
-    timing_trials: int = 100  # timed batches per side, at most
+    timing_trials: int = 30  # timed batches per side, at most
     # per side; stops early once spent (after at least min(5, timing_trials) batches)
     timing_budget_s: float = 4.0
-    timing_batch_ms: float = 25.0  # a timed batch holds enough fresh-input calls to last about this long
+    timing_batch_ms: float | None = None  # a timed batch lasts about this long (None: GPU 25, CPU 10)
     max_calls_per_batch: int = 64
     warmup: int = 1  # untimed batches per side before timing
     # baselines on a GPU: less the calibrated cost of the in-region synchronize

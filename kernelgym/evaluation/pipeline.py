@@ -566,7 +566,8 @@ class _Evaluation:
         options = self.options
         round_trip = self._round_trip_ms()
         per_call = max((self.first_batch.reference_ms - round_trip) / self.first_batch.calls, 1e-4)
-        calls = int(min(options.max_calls_per_batch, max(1, round(options.timing_batch_ms / per_call))))
+        target_ms = options.timing_batch_ms or (25.0 if self.device == "cuda" else 10.0)
+        calls = int(min(options.max_calls_per_batch, max(1, round(target_ms / per_call))))
         calls = self._calls_that_fit(calls)
         with _timed_outputs_checked():
             for _ in range(options.warmup):

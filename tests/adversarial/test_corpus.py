@@ -30,6 +30,7 @@ from pathlib import Path
 import pytest
 
 from kernelgym import rewards
+from kernelgym.evaluation.options import EvalOptions
 from kernelgym.evaluation.result import EvalResult, Verdict
 from kernelgym.solutions import examples
 from kernelgym.tasks import bundled
@@ -114,7 +115,8 @@ def _group_param(name: str, members: list[Cheat]):
 def corpus_pool():
     from kernelgym.workers.pool import EvalPool
 
-    with EvalPool(workers=2) as pool:
+    # A shorter timing budget than the default (at least 5 batches still): the verdict rules are the same.
+    with EvalPool(workers=2, options=EvalOptions(timing_budget_s=1.0)) as pool:
         yield pool
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from kernelgym.evaluation.options import EvalOptions
 from kernelgym.evaluation.result import EvalResult, Verdict
 from kernelgym.tasks import bundled
 
@@ -82,7 +83,7 @@ def judged():
     """Every solution submitted at once (the pool's workers judge them in parallel); name -> future."""
     from kernelgym.workers.pool import EvalPool
 
-    with EvalPool(workers=2) as pool:
+    with EvalPool(workers=2, options=EvalOptions(timing_budget_s=1.0)) as pool:
         yield {legit.name: submit(pool, legit) for legit in SOLUTIONS}
 
 
