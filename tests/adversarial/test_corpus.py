@@ -137,12 +137,12 @@ def _describe(cheat: Cheat, result: EvalResult) -> str:
 DEFUSED_MAX_SPEEDUP = 1.1
 
 
-def _correct_at(result: EvalResult, speedup: float) -> EvalResult:
-    """The same measurement, as an honest correct solution with an unverified `speedup` would have it."""
+def _correct_at(result: EvalResult, speedup: float, verified: bool) -> EvalResult:
+    """The same measurement, as an honest correct solution at `speedup` would have it."""
     import copy
 
     honest = copy.deepcopy(result)
-    honest.timing.speedup, honest.timing.verified = speedup, False
+    honest.timing.speedup, honest.timing.verified = speedup, verified
     return honest
 
 
