@@ -1,6 +1,8 @@
 # Exploit: forging the timing. The judge's timing module (found in sys.modules through string.Formatter lookups) is wrapped so the candidate's measured times are divided by 6; the kernel itself is deliberately 3x slower than needed.
 # Task: L1/1_ReLU
 # Backend: cpp
+# Expect: runtime_error
+# Why: the in-process timing loop it wraps no longer exists; the import fails at load, the failure reward
 import string
 
 import torch

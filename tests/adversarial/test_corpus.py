@@ -155,8 +155,8 @@ def assert_no_credit(cheat: Cheat, result: EvalResult) -> None:
         assert result.speedup is not None and result.speedup < limit, "HOLE: " + _describe(cheat, result)
         for name in rewards.names():
             reward = rewards.get_reward(name)
-            assert reward(result) <= reward(_correct_at(result, limit)), (f"reward {name!r}: "
-                                                                          + _describe(cheat, result))
+            honest = _correct_at(result, limit, verified=cheat.max_speedup is not None)
+            assert reward(result) <= reward(honest), f"reward {name!r}: " + _describe(cheat, result)
         return
     label = "unexpected verdict (neither hack nor incorrect): "
     assert result.verdict in cheat.accepted, label + _describe(cheat, result)
