@@ -51,7 +51,9 @@ def test_quickstart_replay_with_cheats_and_rerun(tmp_path):
     s = first.summary
     assert s["overall"]["finished"] == 2 and s["overall"]["correct"] == 2
     assert s["labelled_cheats"]["submitted"] >= 3 and s["labelled_cheats"]["accepted"] == []
-    assert s["hacks_caught"] >= 2
+    # The passthrough is a hack; the fallback and the half-done kernel return wrong outputs on fresh inputs
+    # (incorrect): what matters is that no labelled cheat was accepted.
+    assert s["hacks_caught"] >= 1
     relu = next(r for r in first.records if r["task_id"] == "bundled/L1/1_ReLU")
     assert relu["turns"][0]["verdict"] == "ok" and relu["max_turns"] >= 4
     for name in ("run.json", "results.jsonl", "trajectories.jsonl", "report.md", "speedups.png",
