@@ -90,15 +90,17 @@ def test_cheats_and_broken_code_are_failed_turns(pool):
 
 
 def test_target_speedup_terminates(pool, relu_source, slow_relu_task):
-    env = KernelEnv(tasks=[slow_relu_task], size="cpu", backend="cpp", pool=pool, target_speedup=1.5,
+    # One pass against the reference's four: 2-2.4x measured on a 2-core VM with fresh (cold) input pages
+    # for every batch, so the target sits well below that.
+    env = KernelEnv(tasks=[slow_relu_task], size="cpu", backend="cpp", pool=pool, target_speedup=1.3,
                     eval_options={"timing_trials": 30})
     obs, info = env.reset(seed=0)
-    assert "1.5x" in obs["prompt"]
+    assert "1.3x" in obs["prompt"]
     obs, reward, terminated, truncated, info = env.step(fenced(relu_source))
     assert info["verdict"] == "ok" and info["result"]["timing"]["verified"] is True
     assert terminated and not truncated and "Target speedup" in obs["feedback"]
-    assert reward > 1.0  # 0.1 + log2(verified speedup of about 3.5x)
-    assert info["best"]["verified"] and info["best"]["verified_speedup"] >= 1.5
+    assert reward > 0.1 + 0.37  # 0.1 + log2(a verified speedup of at least 1.3x)
+    assert info["best"]["verified"] and info["best"]["verified_speedup"] >= 1.3
     with pytest.raises(gym.error.ResetNeeded):
         env.step("DONE")
 
