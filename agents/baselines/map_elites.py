@@ -195,6 +195,14 @@ def _meta_step(policy, obs, info, state, config: MapElitesConfig, rng: random.Ra
     evolve_prompts(prompts, config.prompts, rng, rewrite)
 
 
+def _seed_prompts(state, config: MapElitesConfig) -> None:
+    """The first population of instructions (kept across a resume)."""
+    if "prompts" not in state.extra:
+        state.extra["prompts"] = []
+        for text in INSTRUCTIONS[: max(1, config.prompts)]:
+            new_prompt(state.extra["prompts"], text, None)
+
+
 def run_episode(
     env,
     policy,
@@ -217,10 +225,7 @@ def run_episode(
         patience=config.patience,
     )
     state = search.state
-    if "prompts" not in state.extra:
-        state.extra["prompts"] = []
-        for text in INSTRUCTIONS[: max(1, config.prompts)]:
-            new_prompt(state.extra["prompts"], text, None)
+    _seed_prompts(state, config)
     tuners: dict[str, Any] = {}
     while not search.should_stop():
         rng = random.Random(config.seed * 1_000_003 + state.proposals)

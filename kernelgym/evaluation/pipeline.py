@@ -154,15 +154,13 @@ class Pipeline:
 
     # baselines: the reference timed alone, in its own (trusted) process ----------------------------------
     def _baseline(self, job: EvalJob, result: EvalResult, eval_dir: str) -> None:
-        from kernelgym.tasks.task import content_hash
-
         options = job.options
         device, mode = self.placement(backends.get(job.backend))
         rng = _seed_source(options)
         child_job = self.child_job(job, device, mode, rng)
         child_job.trial_seeds = [rng.randrange(2**31) for _ in range(3)]
         child_job.perturbed = [False] * 3
-        key = f"{content_hash(job.task_source)[:24]}|{job.dtype}|{self.fingerprint(device, options.threads)}"
+        key = self.baseline_key(job, device)
         eager_ms, compile_ms = self.baselines.get("eager|" + key), self.baselines.get(key)
         cached = eager_ms is not None and (compile_ms is not None or not options.compile_baseline)
         if not cached or options.refresh_baseline:
@@ -185,6 +183,32 @@ class Pipeline:
                                      compile_baseline_cached=cached and not options.refresh_baseline)
         result.timing.reference = stats([eager_ms])
 
+
+    def baseline_key(self, job: EvalJob, device: str) -> str:
+        from kernelgym.tasks.task import content_hash
+
+        fingerprint = self.fingerprint(device, job.options.threads)
+        return f"{content_hash(job.task_source)[:24]}|{job.dtype}|{fingerprint}"
+
+    def compile_baseline_ms(self, job: EvalJob, device: str, mode: str,
+                            eval_dir: str) -> tuple[float | None, bool]:
+        """torch.compile of the reference, timed alone in the reference's own process; cached per task and
+        fingerprint. (ms or None, whether it came from the cache)."""
+        key = self.baseline_key(job, device)
+        cached = self.baselines.get(key)
+        if cached is not None:
+            return cached, True
+        rng = _seed_source(job.options)
+        child_job = self.child_job(job, device, mode, rng)
+        child_job.trial_seeds, child_job.perturbed = [rng.randrange(2**31) for _ in range(3)], [False] * 3
+        child_job.compile_baseline = True
+        kind, meta = self._time_reference_alone(child_job, eval_dir, device, job.options.timeout_s + 300)
+        if kind != "baseline" or not meta.get("compile_ms"):
+            return None, False
+        self.baselines.put("eager|" + key, stats(meta["eager_ms"]).median_ms)
+        compile_ms = stats(meta["compile_ms"]).median_ms
+        self.baselines.put(key, compile_ms)
+        return compile_ms, False
 
     def _time_reference_alone(self, child_job: ChildJob, eval_dir: str, device: str, limit_s: float):
         from kernelgym.workers import protocol
@@ -591,6 +615,8 @@ class _Evaluation:
         )
         timing.verified = low > options.threshold and reproduced
         self._roofline(timing)
+        if options.compile_baseline:
+            self._against_compile(timing)
         self.result.timing = timing
         self.result.stage_s["timing"] = round(time.monotonic() - started, 3)
         if not reproduced:  # noise, not evidence: the speedup is simply not verified
@@ -600,6 +626,14 @@ class _Evaluation:
                                                                     "both measurements are pooled, "
                                                                     "unverified"))
         self._check_cores(timing, cpu_s, wall_s)
+
+    def _against_compile(self, timing: TimingResult) -> None:
+        folder = os.path.join(self.eval_dir, "compile_baseline")
+        os.mkdir(folder)
+        compile_ms, cached = self.pipeline.compile_baseline_ms(self.job, self.device, self.mode, folder)
+        if compile_ms:
+            timing.compile_ms, timing.compile_baseline_cached = round(compile_ms, 6), cached
+            timing.speedup_vs_compile = round(compile_ms / max(timing.candidate.median_ms, 1e-9), 4)
 
     def _rounds(self, calls: int, round_trip: float) -> tuple[list[float], list[float], float, float]:
         """Timed batches, alternating which side goes first; per-call times less the fixed round trip."""

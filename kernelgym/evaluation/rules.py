@@ -106,6 +106,14 @@ REFERENCE_FAILED = _rule("reference_failed", R, "a broken task (its reference ra
 JUDGE_FAILED = _rule("judge_failed", INF, "a failure of a trusted process (never the candidate's fault)",
                      "the reference process or worker")
 PROTOCOL = _rule("protocol", X, "a candidate process that breaks the conversation", "the trusted worker")
+# the pool: failures of the judge's own processes and machine (judged again, then "not judged") -----------
+WORKER_TIMEOUT = _rule("worker_timeout", INF, "a trusted worker that stops answering", "the pool's deadline")
+WORKER_CRASH = _rule("worker_crash", INF, "a trusted worker that dies", "the pool's connection to it")
+WORKER_ERROR = _rule("worker_error", INF, "a worker that cannot start or run", "the pool")
+HOST_OOM = _rule("host_oom", INF, "the host out of memory during an evaluation", "/proc/vmstat oom_kill")
+DISK_FULL = _rule("disk_full", INF, "a full cache or work folder", "free space, read by the pool")
+INFRASTRUCTURE = _rule("infrastructure_error", INF, "(after the retries) an evaluation the judge could not "
+                       "complete: not judged, never charged", "the pool's retries")
 BASELINE_ONLY = _rule("baseline_only", Verdict.OK, "(informational) the reference was timed alone", "")
 
 RULES: dict[str, Rule] = {rule.name: rule for rule in _CATALOGUE}

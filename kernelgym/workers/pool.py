@@ -33,7 +33,7 @@ from kernelgym.evaluation import rules
 from kernelgym.evaluation.options import EvalOptions
 from kernelgym.evaluation.pipeline import EvalJob
 from kernelgym.evaluation.result import EvalResult, Verdict
-from kernelgym.evaluation.rules import reason
+from kernelgym.evaluation.rules import Reason, reason
 from kernelgym.tasks.task import Task
 from kernelgym.workers.sandbox import SandboxConfig
 from kernelgym.workers.worker import CHILDREN_FILE, start_time
@@ -199,7 +199,8 @@ def _spoiled(result: EvalResult) -> bool:
 
 
 def _failed(job: EvalJob, verdict: Verdict, reason: str) -> EvalResult:
-    return EvalResult(job.task_id, job.backend, job.size, verdict, [reason])
+    """`reason` is "rule: message" with a rule of the catalogue (kernelgym.evaluation.rules)."""
+    return EvalResult(job.task_id, job.backend, job.size, verdict, [Reason.parse(reason)])
 
 
 # Verdicts a full disk or a host out of memory can produce in an honest evaluation (a build or a process
@@ -411,8 +412,8 @@ def _kill_if_same(pid: int, started: str, worker_started: int) -> None:
 
 
 def _rule(reason: str) -> str:
-    """The rule of a reason: `.rule` of the pipeline's typed reasons, else the name the pool's start with."""
-    return getattr(reason, "rule", None) or str(reason).split(":")[0]
+    """The rule of a reason (the pipeline's and the pool's are typed alike)."""
+    return Reason.parse(reason).rule
 
 
 def _gpu_count() -> int:

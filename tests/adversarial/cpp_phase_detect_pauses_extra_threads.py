@@ -1,7 +1,7 @@
 # Exploit: telling timed calls by the pauses between them. The kernel keeps the time its last call ended (native clock): checked calls are spaced by the judge's messages, timed calls come back to back, and only those are split over extra std::threads (joined before returning); spaced calls run on one core.
 # Task: L1/9_Tanh
 # Backend: cpp
-# Max-speedup: 2.0
+# Max-speedup: 3.0
 import torch
 import torch.nn as nn
 

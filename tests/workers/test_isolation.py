@@ -40,7 +40,7 @@ seen = {{int(p) for p in os.listdir("/proc") if p.isdigit()}} | set(TARGETS)
 for pid in sorted(seen - {{os.getpid()}}):
     if _try_read(pid):
         print(f"READ-OK {{pid}}", flush=True)
-for pid in TARGETS:
+for pid in sorted(set(TARGETS) - {{os.getpid()}}):  # (in its own PID namespace, pid 1 is the probe itself)
     try:
         os.kill(pid, 0)
         print(f"SIGNAL-OK {{pid}}", flush=True)
