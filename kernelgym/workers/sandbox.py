@@ -13,7 +13,6 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVA
     1, 2, 4, 8, 32, 4096, 16384, 1 << 18)
 PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS, PR_SET_SECUREBITS = 4, 24, 38, 28
 SECURE_ALL_BITS_LOCKED = 0x2F  # NOROOT, NO_SETUID_FIXUP, KEEP_CAPS_LOCKED..., each with its lock
-NOBODY_UID = 65534
 _libc = ctypes.CDLL(None, use_errno=True)
 _own_mount_namespace = False  # set once this process has unshared its mounts: only then may it remount
 
@@ -148,24 +147,3 @@ def no_inspection() -> None:
         ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     except (OSError, AttributeError):
         pass
-
-
-def _unused_world_readable_install() -> bool:
-    """`nobody` must be able to reach Python, torch and kernelgym, or every later import would fail."""
-    import sys
-
-    import torch
-
-    import kernelgym
-
-    for path in {os.path.realpath(sys.executable), sys.prefix, os.path.dirname(torch.__file__),
-                 os.path.dirname(kernelgym.__file__), os.path.realpath(sys.base_prefix)}:
-        parts = os.path.abspath(path).split(os.sep)
-        for i in range(2, len(parts) + 1):
-            here = os.sep.join(parts[:i]) or os.sep
-            try:
-                if not os.stat(here).st_mode & 0o005:
-                    return False
-            except OSError:
-                return False
-    return True
