@@ -40,6 +40,7 @@ from kernelgym.stats import median
 from kernelgym.workers import messages as m
 from kernelgym.workers.child import ChildJob, run_candidate, run_reference
 from kernelgym.workers.process import Died, EvalProcess
+from kernelgym.workers.readback import Readback, slot_size
 from kernelgym.workers.sandbox import SandboxConfig
 
 ARENA_MARK = "kernelgym-inputs"
@@ -91,13 +92,14 @@ class _Batch:
 class Pipeline:
     """Evaluates jobs one at a time inside a worker. Holds the worker's knowledge of its machine."""
 
-    def __init__(self, work_root: str, sandbox: SandboxConfig, has_gpu: bool):
+    def __init__(self, work_root: str, sandbox: SandboxConfig, has_gpu: bool, slot: int = 0):
         from kernelgym.evaluation.baselines import BaselineCache
         from kernelgym.evaluation.roofline import PeaksCache
 
         self.work_root = work_root
         self.sandbox = sandbox
         self.has_gpu = has_gpu
+        self.slot = slot  # the worker's index in its pool: concurrent workers time on different cores
         self.baselines = BaselineCache(kernels.cache_root() / "baselines.json")
         self.peaks = PeaksCache(kernels.cache_root() / "peaks.json")
 
@@ -254,10 +256,11 @@ class _Evaluation:
         self.reference: EvalProcess | None = None
         self.candidate: EvalProcess | None = None
         self.ready: m.Ready | None = None
+        self.readback = Readback() if self.device == "cpu" else None
         self.batches = 0
         self.build_s, self.cached = 0.0, True
         self.stage = "load"  # the stage under way, named in timeouts and crashes
-        self.cores = _cores(self.options.threads)  # the reference's and the candidate's, pinned
+        self.cores = _cores(self.options.threads, pipeline.slot)  # the reference's and the candidate's
 
     def run(self) -> None:
         try:
@@ -275,6 +278,8 @@ class _Evaluation:
             for process in (self.candidate, self.reference):
                 if process is not None:
                     process.close()
+            if self.readback is not None:
+                self.readback.close()
             if self.candidate is not None:
                 self.result.output_tail = self.candidate.output_tail()
         if self.options.ncu and self.result.verdict is Verdict.OK:
@@ -424,7 +429,7 @@ class _Evaluation:
                     record.reference_ms = self._run_reference(record.number, inputs, fd)
                 else:
                     done = self._run_candidate(record, inputs, fd, profile)
-            self._check(record, done, fd)
+            self._check(record, done)
         finally:
             if fd is not None:
                 os.close(fd)
@@ -481,61 +486,68 @@ class _Evaluation:
             raise _end(rules.PRECISION_DOWNGRADE, "TF32 or reduced-precision matmul was switched on")
         return done
 
-    def _check(self, record: _Batch, done: m.BatchDone, fd: int | None) -> None:
-        """Every call's outputs, read from the frozen candidate (CPU) or mapped by the reference (GPU)."""
+    def _check(self, record: _Batch, done: m.BatchDone) -> None:
+        """Every call's outputs, read from the frozen candidate (CPU) or mapped by the reference (GPU),
+        checked by the reference in one exchange."""
         try:
             if len(done.outputs) != record.calls:
                 raise _end(rules.OUTPUTS_UNREADABLE, f"{len(done.outputs)} outputs for {record.calls} calls")
-            reads = self._read_outputs(done, fd) if self.device == "cpu" else None
+            if self.device == "cpu":
+                arena = self.candidate.mappings_of(ARENA_MARK)
+                if self.candidate.written_pages(arena):
+                    raise _end(rules.INPUTS_MODIFIED, "forward wrote into its input tensors")
+                outputs = self._read_outputs(done, arena)
+            else:
+                outputs = done.outputs
         finally:
             self.candidate.thaw()
-        # The last call first: work still in flight at 'done' is most likely to be caught there.
-        for call in reversed(range(record.calls)):
-            metas, blobs = reads[call] if reads is not None else (done.outputs[call],
-                                                                  [b""] * len(done.outputs[call]))
-            self.to_reference(m.Compare(record.number, call, metas, self.atol, self.rtol), blobs)
-            try:
-                answer, _, _ = self.reference.receive(time.monotonic() + self.options.timeout_s + 60)
-            except (TimeoutError, Died):
-                raise _end(rules.JUDGE_FAILED, "the reference process did not answer a comparison") from None
-            if call == record.calls - 1 and self.device != "cpu":
-                self.readback_lag_ms = (time.perf_counter_ns() - self.done_at) / 1e6
-            if getattr(answer, "inputs_modified", False):
-                raise _end(rules.INPUTS_MODIFIED, "forward wrote into its input tensors")
-            trial = TrialResult(**answer.trial)
-            if not trial.passed:
-                self.failed_trial = (call, trial)
-                raise _Mismatch(call, trial)
+        fds = [self.readback.fd] if self.device == "cpu" else []
+        self.to_reference(m.Compare(record.number, outputs, self.atol, self.rtol), fds=fds)
+        try:
+            answer, _, _ = self.reference.receive(time.monotonic() + self.options.timeout_s + 60)
+        except (TimeoutError, Died):
+            raise _end(rules.JUDGE_FAILED, "the reference process did not answer a comparison") from None
+        if not isinstance(answer, m.Compared):
+            raise _end(rules.JUDGE_FAILED, f"the reference process said {answer.kind!r}")
+        if self.device != "cpu" and answer.last_checked_ns:
+            self.readback_lag_ms = (answer.last_checked_ns - self.done_at) / 1e6
+        if answer.inputs_modified:
+            raise _end(rules.INPUTS_MODIFIED, "forward wrote into its input tensors")
+        trial = TrialResult(**answer.trial)
+        if not trial.passed:
+            self.failed_trial = (answer.call, trial)
+            raise _Mismatch(answer.call, trial)
 
-    def _read_outputs(self, done: m.BatchDone, fd: int) -> list[tuple[list[dict], list[bytes]]]:
-        arena = self.candidate.mappings_of(ARENA_MARK)
-        if fd is not None and arena:
-            self._check_inputs_unchanged(arena, fd)
-        reads = []
+    def _read_outputs(self, done: m.BatchDone, arena: list[tuple[int, int]]) -> list[list[dict]]:
+        """Each output copied out of the candidate's memory into the readback buffer the reference maps."""
+        most = max(int(self.ready.output_bytes), 1)  # no single output can be larger than all of a call's
+        sizes = [int(meta.get("nbytes", 0)) if "ptr" in meta and "error" not in meta else 0
+                 for metas in done.outputs for meta in metas]
+        self.readback.reset(sum(slot_size(min(n, most)) for n in sizes))
+        calls = []
         for metas in done.outputs:
-            wire, blobs = [], []
+            wire = []
             for meta in metas:
                 if "error" in meta or "ptr" not in meta:
                     wire.append({"error": str(meta.get("error", "output is not readable"))})
-                    blobs.append(b"")
                     continue
                 ptr, size = int(meta["ptr"]), int(meta["nbytes"])
+                if size > most:
+                    wire.append({"error": f"output of {size} bytes; the reference's outputs have {most}"})
+                    continue
                 if any(lo <= ptr < hi for lo, hi in arena):
                     raise _end(rules.OUTPUT_ALIASES_INPUT, "an output shares memory with an input")
+                offset, slot = self.readback.take(size)
                 try:
-                    data = self.candidate.read_memory(ptr, size) if size else b""
+                    self.candidate.read_into(ptr, slot)
                 except (OSError, ValueError, OverflowError) as exc:
                     raise _end(rules.OUTPUTS_UNREADABLE, f"an output could not be read ({exc})") from None
-                wire.append({"dtype": meta.get("dtype"), "shape": meta.get("shape")})
-                blobs.append(data)
-            reads.append((wire, blobs))
-        return reads
-
-    def _check_inputs_unchanged(self, arena: list[tuple[int, int]], fd: int) -> None:
-        pristine = os.pread(fd, os.fstat(fd).st_size, 0)
-        mapped = b"".join(self.candidate.read_memory(lo, hi - lo) for lo, hi in sorted(arena))
-        if mapped[:len(pristine)] != pristine:
-            raise _end(rules.INPUTS_MODIFIED, "forward wrote into its input tensors")
+                finally:
+                    slot.release()
+                wire.append({"dtype": meta.get("dtype"), "shape": meta.get("shape"), "offset": offset,
+                             "nbytes": size})
+            calls.append(wire)
+        return calls
 
     def seeds(self, n: int) -> list[int]:
         return [self.rng.randrange(2**31) for _ in range(n)]
@@ -783,10 +795,11 @@ class _Mismatch(Exception):
         self.call, self.trial = call, trial
 
 
-def _cores(threads: int) -> set[int]:
-    """The cores a reference and its candidate share: as many as the evaluation's threads, per worker."""
+def _cores(threads: int, slot: int) -> set[int]:
+    """The cores a reference and its candidate share: as many as the evaluation's threads, the next ones for
+    the pool's next worker (by index: picked by pid, two workers could share a core and time each other)."""
     available = sorted(os.sched_getaffinity(0))
-    start = (os.getpid() * threads) % len(available)
+    start = (slot * threads) % len(available)
     return {available[(start + i) % len(available)] for i in range(min(threads, len(available)))}
 
 

@@ -13,6 +13,7 @@ import mmap
 import os
 import socket
 import sys
+import time
 import traceback
 import types
 from dataclasses import dataclass, field
@@ -293,34 +294,61 @@ class _ReferenceSide:
             entry["outputs"] = [as_list(out) for out in outputs]
         del arena, calls
 
-    def compare(self, msg: m.Compare, blobs: list[bytearray]) -> None:
+    def compare(self, msg: m.Compare, fds: list[int]) -> None:
+        """Every call of the batch, the last first (work still in flight at 'done' shows there); the answer
+        names the first call that failed."""
         from dataclasses import asdict
 
+        readback = _map_readback(fds)
+        checked_ns = 0
+        for call in reversed(range(len(msg.outputs))):
+            trial, modified = self._compare_call(msg, call, readback)
+            if call == len(msg.outputs) - 1:
+                checked_ns = time.perf_counter_ns()
+            if modified or not trial.passed:
+                m.send(self.sock, m.Compared(asdict(trial), modified, call, checked_ns))
+                return
+        passed = {"index": -1, "perturbed": False, "passed": True}
+        m.send(self.sock, m.Compared(passed, False, -1, checked_ns))
+
+    def _compare_call(self, msg: m.Compare, call: int, readback) -> tuple:
         from kernelgym.evaluation.compare import compare_trial
+        from kernelgym.evaluation.result import TrialResult
 
         entry = self.batches.get(msg.batch) or {}
         outputs = entry.get("outputs") or []
-        wanted = outputs[msg.call] if 0 <= msg.call < len(outputs) else None
-        modified = False
+        wanted = outputs[call] if call < len(outputs) else None
         try:
             if wanted is None:
                 raise ValueError("no reference outputs for that call")
-            actual = []
-            for meta, blob in zip(msg.outputs, blobs):
-                if "error" in meta:
-                    actual.append(str(meta["error"]))
-                elif "ipc" in meta:
-                    actual.append(protocol.cuda_tensor_from_wire(meta, self.job.device))
-                else:
-                    actual.append(protocol.tensor_from_wire(meta, blob).to(self.job.device))
-            trial = compare_trial(msg.call, False, wanted, actual, msg.atol, msg.rtol)
-            if "pristine" in entry:
-                modified = any(isinstance(a, torch.Tensor) and not torch.equal(a, b) for a, b in
-                               zip(entry["sets"][msg.call], entry["pristine"][msg.call]))
-            m.send(self.sock, m.Compared(asdict(trial), modified))
+            actual = [self._actual(meta, readback) for meta in msg.outputs[call]]
+            trial = compare_trial(call, False, wanted, actual, msg.atol, msg.rtol)
+            modified = "pristine" in entry and any(
+                isinstance(a, torch.Tensor) and not torch.equal(a, b)
+                for a, b in zip(entry["sets"][call], entry["pristine"][call]))
+            return trial, modified
         except (protocol.ProtocolError, KeyError, TypeError, ValueError, IndexError) as exc:
-            m.send(self.sock, m.Compared({"index": msg.call, "perturbed": False, "passed": False,
-                                          "message": f"malformed output: {exc}"}))
+            return TrialResult(call, False, False, f"malformed output: {exc}"), False
+
+    def _actual(self, meta: dict, readback):
+        if "error" in meta:
+            return str(meta["error"])
+        if "ipc" in meta:
+            return protocol.cuda_tensor_from_wire(meta, self.job.device)
+        return protocol.tensor_in_buffer(meta, readback).to(self.job.device)
+
+
+def _map_readback(fds: list[int]):
+    """The worker's readback memfd, mapped copy-on-write (a comparison never writes; no copy is made)."""
+    if not fds:
+        return None
+    try:
+        size = os.fstat(fds[0]).st_size
+        return mmap.mmap(fds[0], size, flags=mmap.MAP_PRIVATE,
+                         prot=mmap.PROT_READ | mmap.PROT_WRITE) if size else None
+    finally:
+        for fd in fds:
+            os.close(fd)
 
 
 def _free_device_memory(device: str) -> int:
@@ -336,26 +364,29 @@ def _plain(x):
 
 def _write_arena(sets: list[list]) -> tuple[int, list[list[dict]]]:
     """The sets in one sealed memfd: nobody, the candidate included, can change them once written."""
-    layout, chunks, offset = [], [], 0
+    import fcntl
+
+    layout, placed, offset = [], [], 0
     for inputs in sets:
         items = []
         for x in inputs:
             if isinstance(x, torch.Tensor):
-                flat = x.detach().contiguous().reshape(-1)
-                data = flat.view(torch.uint8).numpy().tobytes() if x.numel() else b""
+                nbytes = x.numel() * x.element_size()
                 items.append({"offset": offset, "dtype": str(x.dtype).removeprefix("torch."),
                               "shape": list(x.shape)})
-                chunks.append((offset, data))
-                offset += (len(data) + ARENA_ALIGN - 1) // ARENA_ALIGN * ARENA_ALIGN
+                placed.append((offset, nbytes, x))
+                offset += (nbytes + ARENA_ALIGN - 1) // ARENA_ALIGN * ARENA_ALIGN
             else:
                 items.append({"value": _plain(x)})
         layout.append(items)
     fd = os.memfd_create("kernelgym-inputs", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
     os.ftruncate(fd, offset)
-    for at, data in chunks:
-        os.pwrite(fd, data, at)
-    import fcntl
-
+    for at, nbytes, x in placed:  # straight from the tensor's memory (pwrite: half the cost of a mapping)
+        if nbytes:
+            data = x.detach().contiguous().reshape(-1).view(torch.uint8).numpy()
+            written = 0
+            while written < nbytes:
+                written += os.pwrite(fd, data[written:], at + written)
     fcntl.fcntl(fd, fcntl.F_ADD_SEALS,
                 fcntl.F_SEAL_WRITE | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
     readonly = os.open(f"/proc/self/fd/{fd}", os.O_RDONLY)
@@ -384,13 +415,13 @@ def run_reference(job: ChildJob, sock: socket.socket) -> None:
     if not side.start():
         return
     while True:
-        msg, blobs, fds = m.receive(sock)
+        msg, _, fds = m.receive(sock)
         if isinstance(msg, m.MakeInputs):
             side.make_inputs(msg)
         elif isinstance(msg, m.RunBatch):
             side.run(msg, fds)
         elif isinstance(msg, m.Compare):
-            side.compare(msg, blobs)
+            side.compare(msg, fds)
         elif isinstance(msg, m.Release):
             side.batches.pop(msg.batch, None)
         else:

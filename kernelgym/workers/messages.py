@@ -19,7 +19,7 @@ no timer, no reference, no expected output, no list of what will be checked.
     |  <------------- BatchDone -------|                                    |
     |  RunBatch(arena) ------------------------------------------------->  |
     |  <----------------------------------------------------- BatchDone ---|  W freezes C's tree, reads
-    |  Compare(outputs) -------------> |                                    |   every output itself, thaws
+    |  Compare(readback) ------------> |  all calls of the batch at once     |   every output itself, thaws
     |  <---------------- Compared -----|                                    |
     |  Release ----------------------> |  Release ------------------------> |
     |  ... correctness batch, timed rounds (order alternates), profiled batch ...
@@ -154,19 +154,21 @@ class Inputs(Message):
 
 @dataclass
 class Compare(Message):
-    """Outputs the worker read from C (blobs, CPU) or C's IPC handles (GPU), for one call of a batch."""
+    """Every call of a batch at once: outputs the worker read from C into the readback memfd that travels
+    with this message (CPU: offsets into it) or C's IPC handles (GPU). Checked last call first."""
 
     batch: int = 0
-    call: int = 0
-    outputs: list[dict] = field(default_factory=list)
+    outputs: list[list[dict]] = field(default_factory=list)  # per call, per output
     atol: float = 1e-4
     rtol: float = 1e-4
 
 
 @dataclass
 class Compared(Message):
-    trial: dict = field(default_factory=dict)  # a TrialResult as a dict
-    inputs_modified: bool = False  # GPU: the shared input set no longer matches the reference's copy
+    trial: dict = field(default_factory=dict)  # the first failing call's TrialResult as a dict, or a pass
+    inputs_modified: bool = False  # GPU: a shared input set no longer matches the reference's copy
+    call: int = -1  # the call that failed (-1: all passed)
+    last_checked_ns: int = 0  # R's monotonic clock once the batch's last call was checked (GPU lag bound)
 
 
 # the candidate process --------------------------------------------------------------------------------

@@ -116,7 +116,8 @@ class _Worker:
             self.started = None  # no /proc: nothing is swept
         self.conn = Connection(os.dup(ours.fileno()))
         ours.close()
-        self.conn.send({"work_root": work_root, "sandbox": config.sandbox, "has_gpu": self.pool.gpu})
+        self.conn.send({"work_root": work_root, "sandbox": config.sandbox, "has_gpu": self.pool.gpu,
+                        "slot": self.index})
         if not self.conn.poll(config.start_timeout_s):
             self.stop()
             raise RuntimeError(f"kernelgym worker {self.index} did not start; see {work_root}/worker.log")

@@ -99,6 +99,28 @@ def tensor_to_wire(tensor) -> tuple[dict[str, Any], bytes]:
     return {"dtype": str(tensor.dtype).removeprefix("torch."), "shape": list(tensor.shape)}, data
 
 
+def tensor_in_buffer(meta: dict[str, Any], buffer):
+    """A tensor viewing `nbytes` at `offset` of a mapped buffer (no copy); ProtocolError where it does not
+    fit."""
+    import torch
+
+    dtype = getattr(torch, str(meta["dtype"]), None)
+    if not isinstance(dtype, torch.dtype):
+        raise ProtocolError(f"unknown dtype {meta['dtype']!r}")
+    shape = [int(s) for s in meta["shape"]]
+    numel = 1
+    for s in shape:
+        numel *= s
+    offset, nbytes = int(meta["offset"]), int(meta["nbytes"])
+    if numel * torch.empty((), dtype=dtype).element_size() != nbytes:
+        raise ProtocolError("tensor bytes do not match its shape")
+    if not nbytes:
+        return torch.empty(shape, dtype=dtype)
+    if buffer is None or offset < 0 or offset + nbytes > len(buffer):
+        raise ProtocolError("tensor lies outside the readback buffer")
+    return torch.frombuffer(buffer, dtype=torch.uint8, count=nbytes, offset=offset).view(dtype).reshape(shape)
+
+
 def tensor_from_wire(meta: dict[str, Any], data: bytes):
     import torch
 

@@ -29,7 +29,7 @@ def _serve(conn: Connection) -> None:
     locks.prepare()
     os.makedirs(config["work_root"], exist_ok=True)
     _note_children(os.path.join(config["work_root"], CHILDREN_FILE))
-    pipeline = Pipeline(config["work_root"], config["sandbox"], config["has_gpu"])
+    pipeline = Pipeline(config["work_root"], config["sandbox"], config["has_gpu"], config.get("slot", 0))
     conn.send(("ready", os.getpid()))
     while True:
         try:
@@ -92,7 +92,9 @@ def _preimport(has_gpu: bool) -> None:
     import importlib
 
     names = ["numpy", "kernelgym.evaluation.profile", "kernelgym.evaluation.compare",
-             "torch.utils._python_dispatch", "torch.profiler", "torch.utils.cpp_extension"]
+             "torch.utils._python_dispatch", "torch.profiler", "torch.utils.cpp_extension",
+             # the FLOP counter's first use imports torch._dynamo: about 1.5 s in every evaluation otherwise
+             "torch.utils.flop_counter", "torch._dynamo"]
     if not has_gpu:
         # Without a GPU, Triton can only interpret; the flag must be set before Triton is first imported.
         os.environ["TRITON_INTERPRET"] = "1"
