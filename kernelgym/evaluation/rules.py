@@ -70,7 +70,8 @@ TOO_LARGE = _rule("too_large", R, "a task that cannot fit on this machine", "the
                                                                             "bytes against the device's "
                                                                             "memory, before anything runs")
 INPUTS_MODIFIED = _rule("inputs_modified", H, "forward writing into its inputs (A9)",
-                        "the candidate's input buffers, read back by the trusted side after the call")
+                        "CPU: the kernel's page tables of the candidate's copy-on-write input mapping (a "
+                        "written page turns private); GPU: the inputs compared with the reference's copies")
 OUTPUT_ALIASES_INPUT = _rule("output_aliases_input", H, "returning an input or a view of one (A10)",
                              "output and input addresses, read by the trusted side")
 KERNEL_NOT_CALLED = _rule("kernel_not_called", H, "a fallback that runs instead of the solution's kernels "
