@@ -326,16 +326,16 @@ class _Evaluation:
         self.result.stage_s["reference"] = round(time.monotonic() - started, 3)
 
     # sending: a dead candidate is its own crash; a dead reference is the judge's failure -------------------
-    def to_candidate(self, message: m.Message, blobs=(), fds=()) -> None:
+    def to_candidate(self, message: m.Message, fds=()) -> None:
         try:
-            self.candidate.send(message, blobs, fds)
+            self.candidate.send(message, fds=fds)
         except Died:
             death = self.candidate.death()
             raise _end(rules.CRASH, f"the candidate's process {death} during {self.stage}") from None
 
-    def to_reference(self, message: m.Message, blobs=(), fds=()) -> None:
+    def to_reference(self, message: m.Message, fds=()) -> None:
         try:
-            self.reference.send(message, blobs, fds)
+            self.reference.send(message, fds=fds)
         except Died:
             raise _end(rules.JUDGE_FAILED, f"the reference process {self.reference.death()}") from None
 

@@ -146,14 +146,9 @@ class EvalProcess:
                 seen |= _allowed_cpus(pid, tid)
         return seen
 
-    def read_memory(self, address: int, size: int) -> bytes:
-        """Bytes of the candidate's memory, read by this (trusted) process: it sees what is really there."""
-        data = bytearray(size)
-        self.read_into(address, memoryview(data))
-        return bytes(data)
-
     def read_into(self, address: int, target: memoryview) -> None:
-        """Fill `target` from the candidate's memory at `address` (OSError if any of it is not mapped)."""
+        """Fill `target` from the candidate's memory at `address`, read by this (trusted) process: it sees
+        what is really there (OSError if any of it is not mapped)."""
         if self._mem_fd is None:
             self._mem_fd = os.open(f"/proc/{self.main_pid}/mem", os.O_RDONLY | os.O_CLOEXEC)
         done = 0
