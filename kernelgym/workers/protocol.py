@@ -111,7 +111,7 @@ def tensor_in_buffer(meta: dict[str, Any], buffer):
     numel = 1
     for s in shape:
         numel *= s
-    offset, nbytes = int(meta["offset"]), int(meta["nbytes"])
+    offset, nbytes = int(meta.get("offset", 0)), int(meta["nbytes"])
     if numel * torch.empty((), dtype=dtype).element_size() != nbytes:
         raise ProtocolError("tensor bytes do not match its shape")
     if not nbytes:
