@@ -300,18 +300,30 @@ class _ReferenceSide:
         from dataclasses import asdict
 
         readback = _map_readback(fds)
-        checked_ns = 0
-        for call in reversed(range(len(msg.outputs))):
-            trial, modified = self._compare_call(msg, call, readback)
-            if call == len(msg.outputs) - 1:
-                checked_ns = time.perf_counter_ns()
+        last = len(msg.outputs) - 1
+        # GPU: the last call's outputs copied before anything else, and the time that copy was complete: what
+        # a candidate can leave running after 'done' is bounded by this lag, not by the comparisons' length.
+        snapshot = self._snapshot(msg.outputs[last]) if last >= 0 and "cuda" in self.job.device else None
+        checked_ns = time.perf_counter_ns() if snapshot is not None else 0
+        for call in reversed(range(last + 1)):
+            trial, modified = self._compare_call(msg, call, readback, snapshot if call == last else None)
+            checked_ns = checked_ns or time.perf_counter_ns()
             if modified or not trial.passed:
                 m.send(self.sock, m.Compared(asdict(trial), modified, call, checked_ns))
                 return
         passed = {"index": -1, "perturbed": False, "passed": True}
         m.send(self.sock, m.Compared(passed, False, -1, checked_ns))
 
-    def _compare_call(self, msg: m.Compare, call: int, readback) -> tuple:
+    def _snapshot(self, metas: list[dict]) -> list | None:
+        try:
+            copies = [value.clone() if isinstance(value, torch.Tensor) else value
+                      for value in (self._actual(meta, None) for meta in metas)]
+            torch.cuda.synchronize()
+            return copies
+        except (protocol.ProtocolError, KeyError, TypeError, ValueError, IndexError):
+            return None  # the comparison below reports what is wrong with these outputs
+
+    def _compare_call(self, msg: m.Compare, call: int, readback, actual: list | None = None) -> tuple:
         from kernelgym.evaluation.compare import compare_trial
         from kernelgym.evaluation.result import TrialResult
 
@@ -321,7 +333,8 @@ class _ReferenceSide:
         try:
             if wanted is None:
                 raise ValueError("no reference outputs for that call")
-            actual = [self._actual(meta, readback) for meta in msg.outputs[call]]
+            if actual is None:
+                actual = [self._actual(meta, readback) for meta in msg.outputs[call]]
             trial = compare_trial(call, False, wanted, actual, msg.atol, msg.rtol)
             modified = "pristine" in entry and any(
                 isinstance(a, torch.Tensor) and not torch.equal(a, b)
