@@ -122,48 +122,9 @@ def tensor_in_buffer(meta: dict[str, Any], buffer):
 
 
 def tensor_from_wire(meta: dict[str, Any], data: bytes):
-    import torch
-
-    dtype = getattr(torch, str(meta["dtype"]), None)
-    if not isinstance(dtype, torch.dtype):
-        raise ProtocolError(f"unknown dtype {meta['dtype']!r}")
-    shape = [int(s) for s in meta["shape"]]
-    numel = 1
-    for s in shape:
-        numel *= s
-    if numel * torch.empty((), dtype=dtype).element_size() != len(data):
-        raise ProtocolError("tensor bytes do not match its shape")
-    if not data:
-        return torch.empty(shape, dtype=dtype)
+    """A tensor sent as a blob (its own copy of the bytes)."""
     buffer = data if isinstance(data, bytearray) else bytearray(data)
-    return torch.frombuffer(buffer, dtype=torch.uint8).view(dtype).reshape(shape)
-
-
-def outputs_to_wire(outputs, keep: list | None = None) -> tuple[list[dict[str, Any]], list[bytes]]:
-    """A forward's result (tensor, or tuple/list of tensors) as metas + blobs; non-tensors are described.
-
-    GPU tensors travel as CUDA IPC handles (the receiver maps the same device memory: no copy through the
-    host); the sender must keep them alive in `keep` until the receiver has answered.
-    """
-    items = list(outputs) if isinstance(outputs, tuple | list) else [outputs]
-    metas, blobs = [], []
-    for item in items:
-        meta, data = describe_output(item, keep)
-        metas.append(meta)
-        blobs.append(data)
-    return metas, blobs
-
-
-def describe_output(item, keep: list | None = None) -> tuple[dict[str, Any], bytes]:
-    import torch
-
-    if type(item) is not torch.Tensor:  # subclasses are not plain tensors
-        if isinstance(item, torch.Tensor):
-            return {"error": f"output is a {type(item).__name__}, a subclass of Tensor"}, b""
-        return {"error": f"output is a {type(item).__name__}, not a tensor"}, b""
-    if item.is_cuda and keep is not None and item.numel():
-        return cuda_tensor_to_wire(item, keep), b""
-    return tensor_to_wire(item)
+    return tensor_in_buffer({**meta, "offset": 0, "nbytes": len(data)}, buffer)
 
 
 def cuda_tensor_to_wire(tensor, keep: list) -> dict[str, Any]:
