@@ -12,6 +12,7 @@ compares. The candidate's process holds nothing the verdict depends on.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import shutil
@@ -37,6 +38,7 @@ from kernelgym.evaluation.rules import Reason, reason
 from kernelgym.evaluation.static import static_check
 from kernelgym.evaluation.timing import TimingConfig, speedup_interval, stats
 from kernelgym.stats import median
+from kernelgym.workers import locks
 from kernelgym.workers import messages as m
 from kernelgym.workers.child import ChildJob, run_candidate, run_reference
 from kernelgym.workers.process import Died, EvalProcess
@@ -216,16 +218,17 @@ class Pipeline:
         from kernelgym.workers import protocol
         from kernelgym.workers.child import run_baseline
 
-        child = EvalProcess(run_baseline, child_job, eval_dir, self.sandbox, device == "cuda")
-        try:
-            child.hello(time.monotonic() + 60)
-            child.sock.settimeout(limit_s)
-            kind, meta, _ = protocol.recv(child.sock)
-            return kind, meta
-        except (TimeoutError, OSError, protocol.ProtocolError, Died):
-            return "timeout", {}
-        finally:
-            child.close()
+        with _timing_slot(device):
+            child = EvalProcess(run_baseline, child_job, eval_dir, self.sandbox, device == "cuda")
+            try:
+                child.hello(time.monotonic() + 60)
+                child.sock.settimeout(limit_s)
+                kind, meta, _ = protocol.recv(child.sock)
+                return kind, meta
+            except (TimeoutError, OSError, protocol.ProtocolError, Died):
+                return "timeout", {}
+            finally:
+                child.close()
 
 
 def _cuda_initialized_here() -> bool:
@@ -600,24 +603,26 @@ class _Evaluation:
         self.stage = "timing"
         started = time.monotonic()
         options = self.options
-        round_trip = self._round_trip_ms()
-        per_call = max((self.first_batch.reference_ms - round_trip) / self.first_batch.calls, 1e-4)
-        target_ms = options.timing_batch_ms or (25.0 if self.device == "cuda" else 10.0)
-        calls = int(min(options.max_calls_per_batch, max(1, round(target_ms / per_call))))
-        calls = self._calls_that_fit(calls)
-        with _timed_outputs_checked():
-            for _ in range(options.warmup):
-                self.batch(self.seeds(calls), [False] * calls)
-            ref_ms, cand_ms, cpu_s, wall_s = self._rounds(calls, round_trip)
-        speedup, low, high = speedup_interval(ref_ms, cand_ms)
-        remeasured, reproduced = False, True
-        if speedup > options.implausible_speedup:
+        with _timing_slot(self.device):  # on a GPU, one evaluation at a time measures
+            round_trip = self._round_trip_ms()
+            per_call = max((self.first_batch.reference_ms - round_trip) / self.first_batch.calls, 1e-4)
+            target_ms = options.timing_batch_ms or (25.0 if self.device == "cuda" else 10.0)
+            calls = int(min(options.max_calls_per_batch, max(1, round(target_ms / per_call))))
+            calls = self._calls_that_fit(calls)
             with _timed_outputs_checked():
-                ref2, cand2, cpu2, wall2 = self._rounds(calls, round_trip)
-            speedup2, _, _ = speedup_interval(ref2, cand2)
-            remeasured, reproduced = True, abs(speedup2 - speedup) / speedup <= options.reproduce_tolerance
-            ref_ms, cand_ms, cpu_s, wall_s = ref_ms + ref2, cand_ms + cand2, cpu_s + cpu2, wall_s + wall2
+                for _ in range(options.warmup):
+                    self.batch(self.seeds(calls), [False] * calls)
+                ref_ms, cand_ms, cpu_s, wall_s = self._rounds(calls, round_trip)
             speedup, low, high = speedup_interval(ref_ms, cand_ms)
+            remeasured, reproduced = False, True
+            if speedup > options.implausible_speedup:
+                with _timed_outputs_checked():
+                    ref2, cand2, cpu2, wall2 = self._rounds(calls, round_trip)
+                speedup2, _, _ = speedup_interval(ref2, cand2)
+                remeasured = True
+                reproduced = abs(speedup2 - speedup) / speedup <= options.reproduce_tolerance
+                ref_ms, cand_ms, cpu_s, wall_s = ref_ms + ref2, cand_ms + cand2, cpu_s + cpu2, wall_s + wall2
+                speedup, low, high = speedup_interval(ref_ms, cand_ms)
         timing = TimingResult(
             available=True, device=_device_label(self.device, options.threads), candidate=stats(cand_ms),
             reference=stats(ref_ms), speedup=round(speedup, 4), speedup_ci_low=round(low, 4),
@@ -756,7 +761,6 @@ class _Evaluation:
     def ncu(self) -> None:
         """Hardware counters per kernel, after the verdict (they inform; they never change it)."""
         from kernelgym.evaluation import ncu
-        from kernelgym.workers.locks import device_lock
 
         result = self.result
         if result.profile is None:
@@ -770,13 +774,16 @@ class _Evaluation:
         spec = {"task_source": self.job.task_source, "solution_source": self.job.solution_source,
                 "dtype": self.job.dtype, "init_seed": self.child_job.init_seed,
                 "input_seed": self.seeds(1)[0], "perturb": self.job.perturb}
-        with device_lock(self.device):
+        with locks.device_lock(self.device):
             found, note = ncu.collect(job_dir, spec, self.pipeline.sandbox, self.options.ncu_timeout_s)
         result.profile.kernels, result.profile.ncu_note = found, note
         result.stage_s["ncu"] = round(time.monotonic() - started, 3)
 
 
-import contextlib
+def _timing_slot(device: str):
+    """A GPU is one shared device: concurrent evaluations would time each other's kernels. On the CPU each
+    worker's processes are pinned to cores of their own, so timing runs concurrently there."""
+    return locks.device_lock(device) if device == "cuda" else contextlib.nullcontext()
 
 
 @contextlib.contextmanager

@@ -25,7 +25,9 @@ def prepare() -> None:
 
 @contextlib.contextmanager
 def device_lock(device: str):
-    name = "cuda" if device.startswith("cuda") else "cpu"
+    # one slot per GPU: a pool spreads its workers over the GPUs by CUDA_VISIBLE_DEVICES
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").replace(",", "_")
+    name = f"cuda{visible}" if device.startswith("cuda") else "cpu"
     path = os.path.join(LOCK_DIR, f"{name}.lock")
     with open(path, "a") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
