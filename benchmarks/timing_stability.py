@@ -1,7 +1,7 @@
 """How stable the judge's speedup is from one evaluation to the next: the same solution judged N times on a
 fresh evaluation each (new processes, new inputs), the distribution of its speedup and the CV.
 
-    python benchmarks/timing_stability.py [--repeats 10] [--backend cpp] [--out benchmarks/timing_stability.md]
+    python benchmarks/timing_stability.py [--repeats 10] [--backend cpp] [--label NAME] [--out FILE.md]
 
 Issue 14 asks for a CV of 1% or less over 10 repeats for each of 5 benchmark solutions.
 """
@@ -69,15 +69,15 @@ def main() -> None:
             entries.append(entry)
             print(json.dumps(entry), flush=True)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                            cwd=HERE).stdout.strip()
+                            cwd=HERE, check=False).stdout.strip()
     device = torch.cuda.get_device_name() if torch.cuda.is_available() else platform.machine()
     lines = [
         f"## {args.label or commit}: {args.backend}, {args.repeats} evaluations per solution",
         "",
         (f"- date {datetime.date.today()}; {device}, {platform.node()}, {torch.get_num_threads()} threads; "
          f"python {platform.python_version()}, torch {torch.__version__}; commit {commit}"),
-        (f"- command: `python benchmarks/timing_stability.py --repeats {args.repeats} --backend {args.backend}"
-         f"{' --label ' + args.label if args.label else ''}`"),
+        (f"- command: `python benchmarks/timing_stability.py --repeats {args.repeats} "
+         f"--backend {args.backend}{' --label ' + repr(args.label) if args.label else ''}`"),
         "",
         "| solution | ok | median speedup | range | speedup CV | reference ms CV | candidate ms CV |",
         "|---|---|---|---|---|---|---|",

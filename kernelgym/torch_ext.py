@@ -225,6 +225,21 @@ def load_inline(name, cpp_sources, cuda_sources=None, functions=None, extra_cfla
     return _CountingModule(_import(name, folder / f"{name}.so"), names)
 
 
+CUDA_SUFFIXES = (".cu", ".cuh")
+
+
+def load(name, sources, extra_cflags=None, extra_cuda_cflags=None, extra_ldflags=None, **_ignored):
+    """Drop-in for `torch.utils.cpp_extension.load` (an extension from source files the solution wrote): the
+    files are read here and built like `load_inline` sources, by the trusted worker. Their own
+    PYBIND11_MODULE binds the functions, as torch's `load` expects."""
+    paths = [sources] if isinstance(sources, str | os.PathLike) else list(sources)
+    cpp, cuda = [], []
+    for path in paths:
+        text = Path(path).read_text()
+        (cuda if str(path).endswith(CUDA_SUFFIXES) else cpp).append(text)
+    return load_inline(name, cpp, cuda or None, None, extra_cflags, extra_cuda_cflags, extra_ldflags)
+
+
 def _import(name: str, path: Path):
     loader = importlib.machinery.ExtensionFileLoader(name, str(path))
     spec = importlib.util.spec_from_file_location(name, str(path), loader=loader)

@@ -54,7 +54,8 @@ def solution_contract(name: str) -> str:
 register(Backend(
     name="cpp",
     device="cpu",
-    kernel_builders=("load_cpp", "load_inline", "cpp_extension.load_inline", "kernelgym.kernels.load_cpp"),
+    kernel_builders=("load_cpp", "load_inline", "cpp_extension.load_inline", "cpp_extension.load",
+                     "kernelgym.kernels.load_cpp"),
     without_gpu="run",
     contract=CPP_CONTRACT,
 ))
@@ -69,7 +70,8 @@ register(Backend(
 register(Backend(
     name="cuda",
     device="cuda",
-    kernel_builders=("load_cuda", "load_inline", "cpp_extension.load_inline", "kernelgym.kernels.load_cuda"),
+    kernel_builders=("load_cuda", "load_inline", "cpp_extension.load_inline", "cpp_extension.load",
+                     "kernelgym.kernels.load_cuda"),
     without_gpu="compile",
     contract=CUDA_CONTRACT,
 ))

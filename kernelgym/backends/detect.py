@@ -15,7 +15,7 @@ def _last(dotted: str) -> str:
     return dotted.rsplit(".", 1)[-1]
 
 
-def _markers(backend: Backend) -> set[str]:
+def markers(backend: Backend) -> set[str]:
     return {_last(b) for b in backend.kernel_builders} | {_last(d) for d in backend.kernel_decorators}
 
 
@@ -27,42 +27,64 @@ def _dotted(node: ast.AST) -> str:
     return ""
 
 
-def _used_markers(tree: ast.Module) -> set[str]:
-    """Last names of every called function and decorator (`load_inline(cuda_sources=...)` is load_cuda)."""
+def _imported(tree: ast.Module) -> dict[str, str]:
+    """Names bound by `from M import x [as y]` (y -> M.x) and `import M as y` (y -> M), so that a bare
+    `load(...)` or `ext.load(...)` can be told apart."""
+    bound: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            bound.update({a.asname or a.name: f"{node.module}.{a.name}" for a in node.names})
+        elif isinstance(node, ast.Import):
+            bound.update({a.asname: a.name for a in node.names if a.asname})
+    return bound
+
+
+def _marker(dotted: str) -> str:
+    name = _last(dotted)
+    # `load` alone is every library's reader (json.load, torch.load): only torch's extension loader counts
+    return "" if name == "load" and not dotted.endswith("cpp_extension.load") else name
+
+
+def used_markers(tree: ast.Module) -> set[str]:
+    """Markers of every called function and decorator (`load_inline(cuda_sources=...)` is load_cuda)."""
+    imported = _imported(tree)
     used: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
-            name = _last(_dotted(node.func))
+            dotted = _dotted(node.func)
+            head, _, rest = dotted.partition(".")
+            name = _marker(f"{imported[head]}.{rest}".rstrip(".") if head in imported else dotted)
             used.add(name)
             if name == "load_inline" and any(k.arg == "cuda_sources" for k in node.keywords):
                 used.add("load_cuda")
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             for dec in node.decorator_list:
                 used.add(_last(_dotted(dec.func if isinstance(dec, ast.Call) else dec)))
+    used.discard("")
     return used
 
 
 def written_for(source: str) -> list[str]:
     """Backends whose kernel markers the source uses (empty when it uses none or does not parse)."""
     try:
-        used = _used_markers(ast.parse(source))
+        used = used_markers(ast.parse(source))
     except (SyntaxError, ValueError):
         return []
-    return [n for n in names() if _markers(get(n)) & used]
+    return [n for n in names() if markers(get(n)) & used]
 
 
 def wrong_backend(source: str, backend: str) -> str | None:
     """A contract reason when the source builds kernels only for other backends, else None."""
     try:
-        used = _used_markers(ast.parse(source))
+        used = used_markers(ast.parse(source))
     except (SyntaxError, ValueError):
         return None  # the judge reports the syntax error itself
-    target = _markers(get(backend))
+    target = markers(get(backend))
     if "load_cuda" in used and backend == "cpp":
         used.discard("load_inline")  # load_inline with cuda_sources is a CUDA build
     if target & used:
         return None
-    others = {n: sorted(_markers(get(n)) & used - target) for n in names() if n != backend}
+    others = {n: sorted(markers(get(n)) & used - target) for n in names() if n != backend}
     others = {n: m for n, m in others.items() if m}
     if not others:
         return None

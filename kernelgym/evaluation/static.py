@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 
-from kernelgym.backends import Backend
+from kernelgym.backends import Backend, detect
 from kernelgym.evaluation import rules
 from kernelgym.evaluation.result import StaticResult
 from kernelgym.evaluation.rules import Reason, reason
@@ -78,16 +78,7 @@ def _contract(tree: ast.Module, backend: Backend) -> list[Reason]:
 def _defines_kernel(tree: ast.Module, backend: Backend) -> bool:
     """A call to one of the backend's builders, or a decorated kernel, anywhere in the module (whatever name,
     wrapper, getter or container the kernel is reached through later: that is judged by what runs)."""
-    builders = {b.rsplit(".", 1)[-1] for b in backend.kernel_builders}
-    decorators = {d.rsplit(".", 1)[-1] for d in backend.kernel_decorators}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and _dotted(node.func).rsplit(".", 1)[-1] in builders:
-            return True
-        if isinstance(node, ast.FunctionDef):
-            for dec in node.decorator_list:
-                if _dotted(dec).rsplit(".", 1)[-1] in decorators and decorators:
-                    return True
-    return False
+    return bool(detect.used_markers(tree) & detect.markers(backend))
 
 
 def _cheats(tree: ast.Module) -> list[Reason]:

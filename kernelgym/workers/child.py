@@ -522,6 +522,7 @@ def _route_builds(job: ChildJob, sock: socket.socket) -> None:
                                                                       {"language": "torch_ext",
                                                                        **r.to_meta()})
     cpp_extension.load_inline = torch_ext.load_inline
+    cpp_extension.load = torch_ext.load
     if job.backend == "triton":
         from kernelgym import triton_build
 
