@@ -49,3 +49,19 @@ def test_every_custom_kernel_entry_is_labelled():
     custom = {e.key for e in entries if runner.has_custom_kernel(e.custom_code)}
     assert custom == set(labels), (sorted(custom - set(labels)), sorted(set(labels) - custom))
     assert all(runner.label_of(e, labels) == "no_kernel" for e in entries if e.key not in custom)
+
+
+def test_no_honest_entry_is_rejected_before_it_runs():
+    """The static stage passes every entry labelled legit (code nobody here wrote: `load_inline`, and
+    `cpp_extension.load` of .cu files the solution writes itself); what the hacks do is judged by running."""
+    from kernelgym.backends import get
+    from kernelgym.evaluation.static import static_check
+
+    runner = _runner()
+    corpus = next((p for p in runner.CORPUS_PLACES if p.exists()), None)
+    if corpus is None:
+        pytest.skip("the CUDA-L1 corpus is not on this machine (shared/corpora/cuda-l1)")
+    labels = runner.read_labels(LABELS)
+    honest = [e for e in runner.read_corpus(corpus) if runner.label_of(e, labels) == "legit"]
+    results = {e.key: static_check(e.custom_code, get("cuda")) for e in honest}
+    assert honest and all(r.passed for r in results.values()), {k: r.reasons for k, r in results.items()}
