@@ -250,6 +250,7 @@ class Died(Exception):
 def _child_main(target, job, sock, eval_dir, log_fd, sandbox, uses_gpu, cores, candidate) -> None:
     code = 0
     try:
+        _keep_only_fds(sock.fileno(), log_fd)
         if cores:  # the candidate gets exactly the reference's cores: extra threads only share them
             os.sched_setaffinity(0, cores)
         _steady_allocator()
@@ -269,6 +270,17 @@ def _child_main(target, job, sock, eval_dir, log_fd, sandbox, uses_gpu, cores, c
         code = 70
     finally:
         os._exit(code)
+
+
+def _keep_only_fds(*keep: int) -> None:
+    """Close every descriptor inherited from the worker but these (and stdio): the fork copied the worker's
+    ends of the other process's socket, its pool connection and its readback buffer, none of which an
+    evaluation process may hold (close-on-exec does nothing at a fork)."""
+    last = 2
+    for fd in sorted(set(keep)):
+        os.closerange(last + 1, fd)
+        last = fd
+    os.closerange(last + 1, os.sysconf("SC_OPEN_MAX"))
 
 
 def _steady_allocator() -> None:

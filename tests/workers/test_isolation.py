@@ -1,8 +1,9 @@
 """The candidate cannot reach any trusted process, even when kernelgym runs as root (CI does).
 
 The solution below is honest about its output but, at import, tries what a cheat would: read the memory of
-every process it can name (the worker, the caller, anything /proc shows), signal the worker, and write into
-kernelgym's build cache. It prints what worked; the test reads that from the result's output tail.
+every process it can name (the worker, the caller, anything /proc shows), signal the worker, write into
+kernelgym's build cache, and look for descriptors inherited from the worker. It prints what worked; the
+test reads that from the result's output tail.
 """
 
 from __future__ import annotations
@@ -52,6 +53,15 @@ try:
     print("CACHE-WRITE-OK", flush=True)
 except OSError as exc:
     print(f"cache write refused: {{exc}}", flush=True)
+links = []
+for fd in os.listdir("/proc/self/fd"):
+    try:
+        links.append(os.readlink(f"/proc/self/fd/{{fd}}"))
+    except OSError:
+        pass
+print(f"SOCKETS {{sum(link.startswith('socket:') for link in links)}}", flush=True)
+if any("memfd:" in link for link in links):
+    print("MEMFD-OK", flush=True)
 print("PROBE-DONE", flush=True)
 
 lib = load_cpp(r"""
@@ -80,6 +90,8 @@ def test_the_candidate_reaches_no_trusted_process(pool):
     assert "PROBE-DONE" in tail, (result.verdict, result.reasons, tail[-2000:])
     assert result.verdict is Verdict.OK, result.reasons
     assert "READ-OK" not in tail, tail
+    # Nothing inherited from the worker: its socket to the reference, its pool connection, its buffers.
+    assert "SOCKETS 1" in tail and "MEMFD-OK" not in tail, tail
     if os.geteuid() == 0:  # as root the candidate has its own PID namespace and a read-only filesystem
         assert "SIGNAL-OK" not in tail, tail
         assert "CACHE-WRITE-OK" not in tail, tail
