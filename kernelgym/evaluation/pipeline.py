@@ -432,7 +432,7 @@ class _Evaluation:
                     record.reference_ms = self._run_reference(record.number, inputs, fd)
                 else:
                     done = self._run_candidate(record, inputs, fd, profile)
-            self._check(record, done)
+            self._check(record, done, fd)
         finally:
             if fd is not None:
                 os.close(fd)
@@ -478,7 +478,9 @@ class _Evaluation:
         self.done_at = time.perf_counter_ns()
         if self.device == "cpu":
             # Frozen at 'done': a thread still writing now leaves its outputs unfinished for the read below.
-            self.candidate.freeze()
+            if not self.candidate.freeze():
+                raise _end(rules.OUTPUTS_UNREADABLE, "a thread of the candidate could not be stopped to read "
+                                                     "its outputs")
             record.candidate_cpu_s = self.candidate.cpu_seconds() - cpu_before
             outside = self.candidate.cpus_seen() - self.cores
             if outside:  # the kernel's own record: a thread was allowed on, or ran on, another core
@@ -489,27 +491,21 @@ class _Evaluation:
             raise _end(rules.PRECISION_DOWNGRADE, "TF32 or reduced-precision matmul was switched on")
         return done
 
-    def _check(self, record: _Batch, done: m.BatchDone) -> None:
+    def _check(self, record: _Batch, done: m.BatchDone, fd: int | None) -> None:
         """Every call's outputs, read from the frozen candidate (CPU) or mapped by the reference (GPU),
-        checked by the reference in one exchange."""
+        checked by the reference in one exchange; the candidate stays frozen until the answer."""
         try:
             if len(done.outputs) != record.calls:
                 raise _end(rules.OUTPUTS_UNREADABLE, f"{len(done.outputs)} outputs for {record.calls} calls")
-            if self.device == "cpu":
-                arena = self.candidate.mappings_of(ARENA_MARK)
-                if self.candidate.written_pages(arena):
-                    raise _end(rules.INPUTS_MODIFIED, "forward wrote into its input tensors")
-                outputs = self._read_outputs(done, arena)
-            else:
-                outputs = done.outputs
+            outputs = self._outputs_from_frozen(done, fd) if self.device == "cpu" else done.outputs
+            fds = [self.readback.fd] if self.device == "cpu" else []
+            self.to_reference(m.Compare(record.number, outputs, self.atol, self.rtol), fds=fds)
+            try:
+                answer, _, _ = self.reference.receive(time.monotonic() + self.options.timeout_s + 60)
+            except (TimeoutError, Died):
+                raise _end(rules.JUDGE_FAILED, "the reference process did not answer a comparison") from None
         finally:
             self.candidate.thaw()
-        fds = [self.readback.fd] if self.device == "cpu" else []
-        self.to_reference(m.Compare(record.number, outputs, self.atol, self.rtol), fds=fds)
-        try:
-            answer, _, _ = self.reference.receive(time.monotonic() + self.options.timeout_s + 60)
-        except (TimeoutError, Died):
-            raise _end(rules.JUDGE_FAILED, "the reference process did not answer a comparison") from None
         if not isinstance(answer, m.Compared):
             raise _end(rules.JUDGE_FAILED, f"the reference process said {answer.kind!r}")
         if self.device != "cpu" and answer.last_checked_ns:
@@ -521,36 +517,67 @@ class _Evaluation:
             self.failed_trial = (answer.call, trial)
             raise _Mismatch(answer.call, trial)
 
+    def _outputs_from_frozen(self, done: m.BatchDone, fd: int | None) -> list[list[dict]]:
+        """CPU: the input arena as the kernel's page tables show it, then every output copied out."""
+        try:
+            arena = self._arena(fd)
+            written = self.candidate.written_pages(arena)
+        except OSError as exc:
+            raise _end(rules.OUTPUTS_UNREADABLE,
+                       f"the candidate's memory could not be inspected ({exc})") from None
+        if written:
+            raise _end(rules.INPUTS_MODIFIED, "forward wrote into its input tensors")
+        return self._read_outputs(done, arena)
+
+    def _arena(self, fd: int | None) -> list[tuple[int, int]]:
+        """Where this batch's input arena is mapped in the candidate: the sealed file's own pages, privately
+        and whole (a mapping of another file under its name, or a hole, would hide writes to the inputs)."""
+        if fd is None:
+            return []
+        sealed = os.fstat(fd)
+        mine = [(lo, hi, perms) for lo, hi, perms, inode in self.candidate.mappings_of(ARENA_MARK)
+                if inode == sealed.st_ino]
+        if sealed.st_size and (sum(hi - lo for lo, hi, _ in mine) < sealed.st_size
+                               or any(perms[3:4] != "p" for _, _, perms in mine)):
+            raise _end(rules.INPUTS_MODIFIED, "forward unmapped, replaced or shared its input buffers")
+        return [(lo, hi) for lo, hi, _ in mine]
+
     def _read_outputs(self, done: m.BatchDone, arena: list[tuple[int, int]]) -> list[list[dict]]:
-        """Each output copied out of the candidate's memory into the readback buffer the reference maps."""
-        most = max(int(self.ready.output_bytes), 1)  # no single output can be larger than all of a call's
-        sizes = [int(meta.get("nbytes", 0)) if "ptr" in meta and "error" not in meta else 0
-                 for metas in done.outputs for meta in metas]
-        self.readback.reset(sum(slot_size(min(n, most)) for n in sizes))
-        calls = []
-        for metas in done.outputs:
-            wire = []
-            for meta in metas:
-                if "error" in meta or "ptr" not in meta:
-                    wire.append({"error": str(meta.get("error", "output is not readable"))})
-                    continue
-                ptr, size = int(meta["ptr"]), int(meta["nbytes"])
-                if size > most:
-                    wire.append({"error": f"output of {size} bytes; the reference's outputs have {most}"})
-                    continue
-                if any(lo <= ptr < hi for lo, hi in arena):
+        """Each output copied out of the candidate's memory into the readback buffer the reference maps,
+        after every description was checked (how many, how large, where)."""
+        planned = [self._planned(metas, arena) for metas in done.outputs]
+        sizes = [item["nbytes"] for call in planned for item in call if "ptr" in item]
+        self.readback.reset(sum(slot_size(n) for n in sizes))
+        return [[self._read_one(item) for item in call] for call in planned]
+
+    def _planned(self, metas, arena: list[tuple[int, int]]) -> list[dict]:
+        expected = int(self.ready.outputs_per_call)
+        if not isinstance(metas, list) or len(metas) != expected:
+            count = len(metas) if isinstance(metas, list) else "no list of"
+            return [{"error": f"forward returned {count} outputs, expected {expected}"}]
+        room, planned = int(self.ready.output_bytes), []  # a call's outputs hold no more than the reference's
+        for meta in metas:
+            item = _described(meta)
+            if "ptr" in item:
+                room -= item["nbytes"]
+                if room < 0:
+                    item = {"error": "its outputs are larger than the reference's"}
+                elif any(lo < item["ptr"] + max(item["nbytes"], 1) and item["ptr"] < hi for lo, hi in arena):
                     raise _end(rules.OUTPUT_ALIASES_INPUT, "an output shares memory with an input")
-                offset, slot = self.readback.take(size)
-                try:
-                    self.candidate.read_into(ptr, slot)
-                except (OSError, ValueError, OverflowError) as exc:
-                    raise _end(rules.OUTPUTS_UNREADABLE, f"an output could not be read ({exc})") from None
-                finally:
-                    slot.release()
-                wire.append({"dtype": meta.get("dtype"), "shape": meta.get("shape"), "offset": offset,
-                             "nbytes": size})
-            calls.append(wire)
-        return calls
+            planned.append(item)
+        return planned
+
+    def _read_one(self, item: dict) -> dict:
+        if "ptr" not in item:
+            return item
+        offset, slot = self.readback.take(item["nbytes"])
+        try:
+            self.candidate.read_into(item["ptr"], slot)
+        except (OSError, ValueError, OverflowError) as exc:
+            raise _end(rules.OUTPUTS_UNREADABLE, f"an output could not be read ({exc})") from None
+        finally:
+            slot.release()
+        return {"dtype": item["dtype"], "shape": item["shape"], "offset": offset, "nbytes": item["nbytes"]}
 
     def seeds(self, n: int) -> list[int]:
         return [self.rng.randrange(2**31) for _ in range(n)]
@@ -778,6 +805,22 @@ class _Evaluation:
             found, note = ncu.collect(job_dir, spec, self.pipeline.sandbox, self.options.ncu_timeout_s)
         result.profile.kernels, result.profile.ncu_note = found, note
         result.stage_s["ncu"] = round(time.monotonic() - started, 3)
+
+
+def _described(meta) -> dict:
+    """An output as the candidate described it, in plain checked numbers, or an error that says why not."""
+    if not isinstance(meta, dict):
+        return {"error": "the output is not described"}
+    if "error" in meta or "ptr" not in meta:
+        return {"error": str(meta.get("error", "the output is not readable"))[:300]}
+    try:
+        item = {"ptr": int(meta["ptr"]), "nbytes": int(meta["nbytes"]), "dtype": str(meta["dtype"]),
+                "shape": [int(s) for s in meta["shape"]]}
+    except (KeyError, TypeError, ValueError):
+        return {"error": "the output's description is malformed"}
+    if item["ptr"] < 0 or item["nbytes"] < 0 or any(s < 0 for s in item["shape"]):
+        return {"error": "the output's description is malformed"}
+    return item
 
 
 def _timing_slot(device: str):

@@ -299,7 +299,16 @@ class _ReferenceSide:
         names the first call that failed."""
         from dataclasses import asdict
 
-        readback = _map_readback(fds)
+        try:
+            readback = _map_readback(fds)
+        except (OSError, ValueError):
+            readback = None  # every output then lies outside the buffer: a failed check, not a crash
+        entry = self.batches.get(msg.batch)
+        if entry is None or len(msg.outputs) != len(entry["sets"]):
+            failed = {"index": 0, "perturbed": False, "passed": False,
+                      "message": f"{len(msg.outputs)} outputs for the batch's calls"}
+            m.send(self.sock, m.Compared(failed, False, 0, 0))
+            return
         last = len(msg.outputs) - 1
         # GPU: the last call's outputs copied before anything else, and the time that copy was complete: what
         # a candidate can leave running after 'done' is bounded by this lag, not by the comparisons' length.
@@ -320,7 +329,7 @@ class _ReferenceSide:
                       for value in (self._actual(meta, None) for meta in metas)]
             torch.cuda.synchronize()
             return copies
-        except (protocol.ProtocolError, KeyError, TypeError, ValueError, IndexError):
+        except (protocol.ProtocolError, KeyError, TypeError, ValueError, IndexError, RuntimeError):
             return None  # the comparison below reports what is wrong with these outputs
 
     def _compare_call(self, msg: m.Compare, call: int, readback, actual: list | None = None) -> tuple:
@@ -340,8 +349,9 @@ class _ReferenceSide:
                 isinstance(a, torch.Tensor) and not torch.equal(a, b)
                 for a, b in zip(entry["sets"][call], entry["pristine"][call]))
             return trial, modified
-        except (protocol.ProtocolError, KeyError, TypeError, ValueError, IndexError) as exc:
-            return TrialResult(call, False, False, f"malformed output: {exc}"), False
+        except (protocol.ProtocolError, KeyError, TypeError, ValueError, IndexError, RuntimeError,
+                MemoryError) as exc:
+            return TrialResult(call, False, False, f"malformed output: {str(exc)[:300]}"), False
 
     def _actual(self, meta: dict, readback):
         if "error" in meta:

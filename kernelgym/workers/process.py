@@ -10,12 +10,13 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import struct
 import time
 
 from kernelgym.workers import messages as m
 from kernelgym.workers import protocol
 from kernelgym.workers.child import ChildJob, run_candidate
-from kernelgym.workers.sandbox import SandboxConfig, enter, enter_namespaces
+from kernelgym.workers.sandbox import SandboxConfig, enter, enter_namespaces, no_inspection
 
 OUTPUT_TAIL_BYTES = 4000
 _TICKS = os.sysconf("SC_CLK_TCK")
@@ -43,6 +44,7 @@ class EvalProcess:
         self.sock = parent_sock
         self.status: int | None = None
         self.frozen: list[int] = []
+        self.helpers: set[int] = set()
         self._mem_fd: int | None = None
 
     # talking --------------------------------------------------------------------------------------------
@@ -72,6 +74,9 @@ class EvalProcess:
         # The candidate says which process it is; believe it only if that process is ours.
         if claimed and claimed != self.pid and claimed in self.tree():
             self.main_pid = claimed
+            parent = _stat_fields(claimed)
+            # the PID namespace's two helpers (they only wait, and are not dumpable): not candidate code
+            self.helpers = {self.pid, int(parent[1])} if parent else {self.pid}
         return msg
 
     # observing from outside -------------------------------------------------------------------------------
@@ -101,8 +106,9 @@ class EvalProcess:
                 found.append(int(name))
         return found
 
-    def freeze(self) -> None:
-        """SIGSTOP the whole tree (again until no new process appears): nothing it runs can move on."""
+    def freeze(self) -> bool:
+        """SIGSTOP the whole tree (again until no new process appears): nothing it runs can move on. False
+        when some thread of it had not stopped within the wait (it could still be writing)."""
         seen: set[int] = set()
         for _ in range(4):
             new = [p for p in self.tree() if p not in seen]
@@ -112,15 +118,21 @@ class EvalProcess:
                 _signal(pid, signal.SIGSTOP)
             seen.update(new)
         self.frozen = sorted(seen)
-        for pid in self.frozen:  # wait until each is really stopped (state T), briefly
-            end = time.monotonic() + 0.5
-            while time.monotonic() < end and (_stat_fields(pid) or ["", "T"])[0] not in ("T", "t", "Z", "X"):
+        running = [tid for pid in self.frozen if pid not in self.helpers for tid in _threads(pid)]
+        end = time.monotonic() + 2.0
+        while running and time.monotonic() < end:  # every thread, not only each process's first one
+            running = [tid for tid in running if (_stat_fields(tid) or ["X"])[0] not in ("T", "t", "Z", "X")]
+            if running:
                 time.sleep(0.0002)
+        return not running
 
     def thaw(self) -> None:
         for pid in self.frozen:
             _signal(pid, signal.SIGCONT)
         self.frozen = []
+        if self._mem_fd is not None:  # opened again next batch: after an exec it would read the old image
+            os.close(self._mem_fd)
+            self._mem_fd = None
 
     def cpu_seconds(self) -> float:
         """CPU time the kernel accounted to the tree, exited threads and reaped children included."""
@@ -173,15 +185,16 @@ class EvalProcess:
                 written += int(np.count_nonzero(swapped | (present & (file_page ^ 1))))
         return written
 
-    def mappings_of(self, marker: str) -> list[tuple[int, int]]:
-        """Address ranges whose mapping names contain `marker` (e.g. the input arena)."""
-        ranges = []
+    def mappings_of(self, marker: str) -> list[tuple[int, int, str, int]]:
+        """(start, end, permissions, inode) of each mapping whose name contains `marker` (the input arena)."""
+        found = []
         with open(f"/proc/{self.main_pid}/maps") as f:
             for line in f:
                 if marker in line:
-                    lo, hi = line.split()[0].split("-")
-                    ranges.append((int(lo, 16), int(hi, 16)))
-        return ranges
+                    span, perms, _, _, inode = line.split()[:5]
+                    lo, hi = span.split("-")
+                    found.append((int(lo, 16), int(hi, 16), perms, int(inode)))
+        return found
 
     # ending -----------------------------------------------------------------------------------------------
     def kill(self) -> None:
@@ -255,12 +268,13 @@ def _child_main(target, job, sock, eval_dir, log_fd, sandbox, uses_gpu, cores, c
             os.sched_setaffinity(0, cores)
         _steady_allocator()
         notes: list[str] = []
+        pid_ns = False
         if candidate:
             notes, pid_ns = enter_namespaces(sandbox, uses_gpu)
             if pid_ns:
                 _become_namespace_init()
         pid = _global_pid()  # before /proc is remounted for a PID namespace
-        notes += enter(eval_dir, log_fd, sandbox, uses_gpu, candidate=candidate)
+        notes += enter(eval_dir, log_fd, sandbox, uses_gpu, candidate=candidate, own_pids=pid_ns)
         m.send(sock, m.Hello(notes, pid=pid))
         if candidate:
             run_candidate(job, sock, eval_dir)
@@ -300,18 +314,52 @@ def _steady_allocator() -> None:
 
 
 def _become_namespace_init() -> None:
-    """Fork the PID namespace's first process; this one only waits for it and passes on how it ended.
-    When the first process of a PID namespace dies, the kernel kills everything else in it."""
-    child = os.fork()
-    if child == 0:
-        return
-    for fd in range(3, 1024):  # keep no socket open: the trusted side must see the evaluation's end
+    """After unshare(CLONE_NEWPID): fork the namespace's first process, which forks the candidate (pid 2
+    there) and reaps orphans; this process waits for it and passes on how the candidate ended. When the first
+    process dies, the kernel kills everything else in the namespace.
+
+    The candidate is not the namespace's first process itself: a SIGSTOP from outside did not reliably stop
+    that one here (3 of 5 idle ones still ran 3 s later, while any other process stopped within 5 ms), and the
+    worker's freeze at 'done' depends on it. Both helpers are undumpable and never run candidate code."""
+    read_end, write_end = os.pipe()
+    first = os.fork()
+    if first == 0:  # pid 1 of the namespace
+        os.close(read_end)
+        no_inspection()
+        candidate = os.fork()
+        if candidate == 0:
+            os.close(write_end)
+            return
+        _close_all_but(write_end)
+        os.write(write_end, struct.pack("i", _reap_until(candidate)))
+        os._exit(0)
+    os.close(write_end)
+    no_inspection()
+    _close_all_but(read_end)  # keep no socket open: the trusted side must see the evaluation's end
+    _, status = os.waitpid(first, 0)
+    told = os.read(read_end, 4)
+    _end_like(struct.unpack("i", told)[0] if len(told) == 4 else status)
+
+
+def _close_all_but(fd: int) -> None:
+    os.closerange(3, fd)
+    os.closerange(fd + 1, os.sysconf("SC_OPEN_MAX"))
+
+
+def _reap_until(pid: int) -> int:
+    """Wait for every child (orphans are adopted here) until `pid` ends; its wait status."""
+    while True:
         try:
-            os.close(fd)
-        except OSError:
-            pass
-    _, status = os.waitpid(child, 0)
-    if os.WIFSIGNALED(status):  # end the same way, so the worker reads the real cause (SIGSEGV, SIGKILL...)
+            ended, status = os.waitpid(-1, 0)
+        except ChildProcessError:
+            return 0
+        if ended == pid:
+            return status
+
+
+def _end_like(status: int) -> None:
+    """End this process the way the candidate ended, so the worker reads the real cause (SIGSEGV...)."""
+    if os.WIFSIGNALED(status):
         import resource
 
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
@@ -340,6 +388,13 @@ def _stat_fields(pid: int) -> list[str] | None:
     except OSError:
         return None
     return data[data.rfind(")") + 2:].split()
+
+
+def _threads(pid: int) -> list[int]:
+    try:
+        return [int(tid) for tid in os.listdir(f"/proc/{pid}/task")]
+    except OSError:
+        return []
 
 
 def _allowed_cpus(pid: int, tid: str) -> set[int]:

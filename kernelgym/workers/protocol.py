@@ -108,6 +108,8 @@ def tensor_in_buffer(meta: dict[str, Any], buffer):
     if not isinstance(dtype, torch.dtype):
         raise ProtocolError(f"unknown dtype {meta['dtype']!r}")
     shape = [int(s) for s in meta["shape"]]
+    if any(s < 0 for s in shape):
+        raise ProtocolError(f"negative size in shape {shape}")
     numel = 1
     for s in shape:
         numel *= s

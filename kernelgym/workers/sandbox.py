@@ -29,7 +29,7 @@ class SandboxConfig:
 
 
 def enter(eval_dir: str, output_fd: int, config: SandboxConfig, uses_gpu: bool,
-          candidate: bool = True) -> list[str]:
+          candidate: bool = True, own_pids: bool = False) -> list[str]:
     """Apply the sandbox; returns notes on what could not be applied (they go into the result's warnings).
 
     A trusted process (the reference's) is made undumpable, so a candidate cannot read it. The candidate stays
@@ -56,7 +56,7 @@ def enter(eval_dir: str, output_fd: int, config: SandboxConfig, uses_gpu: bool,
         no_inspection()
         return notes
     if os.geteuid() == 0 and config.drop_privileges:
-        notes += _read_only_world(eval_dir, private_shm=not uses_gpu)
+        notes += _read_only_world(eval_dir, private_shm=not uses_gpu, own_pids=own_pids)
         drop_capabilities()
     elif config.drop_privileges:
         notes.append("not root: the candidate runs as the caller's user (its files are reachable; trusted "
@@ -81,7 +81,7 @@ def enter_namespaces(config: SandboxConfig, uses_gpu: bool) -> tuple[list[str], 
     return notes, bool(pid_ns)
 
 
-def _read_only_world(eval_dir: str, private_shm: bool) -> list[str]:
+def _read_only_world(eval_dir: str, private_shm: bool, own_pids: bool) -> list[str]:
     """A private mount table: every mount read-only except the evaluation's folder and (off the GPU, where
     CUDA IPC needs the shared one) a private /dev/shm; a /proc of its own PID namespace when it has one."""
     notes: list[str] = []
@@ -93,7 +93,7 @@ def _read_only_world(eval_dir: str, private_shm: bool) -> list[str]:
     for target in ("/dev/shm",) if private_shm else ():  # (/tmp stays, read-only: TMPDIR is its own folder)
         if os.path.isdir(target):
             _libc.mount(b"tmpfs", target.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, b"size=64m")
-    if os.getpid() == 1:  # the first process of its own PID namespace: a /proc that shows only it
+    if own_pids:  # in a PID namespace of its own: a /proc that shows only that namespace
         _libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
     failed = 0
     for mount_point in _mount_points():

@@ -41,7 +41,8 @@ seen = {{int(p) for p in os.listdir("/proc") if p.isdigit()}} | set(TARGETS)
 for pid in sorted(seen - {{os.getpid()}}):
     if _try_read(pid):
         print(f"READ-OK {{pid}}", flush=True)
-for pid in sorted(set(TARGETS) - {{os.getpid()}}):  # (in its own PID namespace, pid 1 is the probe itself)
+# (as root, in its own PID namespace, its parent is pid 1 there: the helper that only waits for it)
+for pid in sorted(set(TARGETS) - {{os.getpid(), os.getppid()}}):
     try:
         os.kill(pid, 0)
         print(f"SIGNAL-OK {{pid}}", flush=True)
