@@ -46,6 +46,7 @@ from kernelgym.workers.readback import Readback, slot_size
 from kernelgym.workers.sandbox import SandboxConfig
 
 ARENA_MARK = "kernelgym-inputs"
+READ_ATTEMPTS = 10  # reads of a batch's outputs until one is made with no candidate thread running
 
 
 @dataclass
@@ -478,9 +479,7 @@ class _Evaluation:
         self.done_at = time.perf_counter_ns()
         if self.device == "cpu":
             # Frozen at 'done': a thread still writing now leaves its outputs unfinished for the read below.
-            if not self.candidate.freeze():
-                raise _end(rules.OUTPUTS_UNREADABLE, "a thread of the candidate could not be stopped to read "
-                                                     "its outputs")
+            self.candidate.freeze()
             record.candidate_cpu_s = self.candidate.cpu_seconds() - cpu_before
             outside = self.candidate.cpus_seen() - self.cores
             if outside:  # the kernel's own record: a thread was allowed on, or ran on, another core
@@ -518,16 +517,25 @@ class _Evaluation:
             raise _Mismatch(answer.call, trial)
 
     def _outputs_from_frozen(self, done: m.BatchDone, fd: int | None) -> list[list[dict]]:
-        """CPU: the input arena as the kernel's page tables show it, then every output copied out."""
-        try:
-            arena = self._arena(fd)
-            written = self.candidate.written_pages(arena)
-        except OSError as exc:
-            raise _end(rules.OUTPUTS_UNREADABLE,
-                       f"the candidate's memory could not be inspected ({exc})") from None
-        if written:
-            raise _end(rules.INPUTS_MODIFIED, "forward wrote into its input tensors")
-        return self._read_outputs(done, arena)
+        """CPU: the input arena as the kernel's page tables show it, then every output copied out, while no
+        thread of the candidate runs: if one spent time on a CPU during the read (a stop still pending),
+        the read is made again once the stops have landed."""
+        for _ in range(READ_ATTEMPTS):
+            before = self.candidate.on_cpu_ns()
+            try:
+                arena = self._arena(fd)
+                written = self.candidate.written_pages(arena)
+            except OSError as exc:
+                raise _end(rules.OUTPUTS_UNREADABLE,
+                           f"the candidate's memory could not be inspected ({exc})") from None
+            if written:
+                raise _end(rules.INPUTS_MODIFIED, "forward wrote into its input tensors")
+            outputs = self._read_outputs(done, arena)
+            if self.candidate.on_cpu_ns() == before:
+                return outputs
+            self.candidate.wait_stopped(1.0)
+        raise _end(rules.OUTPUTS_UNREADABLE, "the candidate's threads kept running while its outputs were "
+                                             "read")
 
     def _arena(self, fd: int | None) -> list[tuple[int, int]]:
         """Where this batch's input arena is mapped in the candidate: the sealed file's own pages, privately

@@ -106,9 +106,11 @@ class EvalProcess:
                 found.append(int(name))
         return found
 
-    def freeze(self) -> bool:
-        """SIGSTOP the whole tree (again until no new process appears): nothing it runs can move on. False
-        when some thread of it had not stopped within the wait (it could still be writing)."""
+    def freeze(self) -> None:
+        """SIGSTOP the whole tree (again until no new process appears), then wait briefly for the stops to
+        land. A thread that is runnable but not scheduled can keep its stop pending for seconds on a busy
+        machine (measured here: 2 s and more); it cannot run user code before it stops, which is what
+        `on_cpu_ns` lets the caller verify."""
         seen: set[int] = set()
         for _ in range(4):
             new = [p for p in self.tree() if p not in seen]
@@ -118,13 +120,32 @@ class EvalProcess:
                 _signal(pid, signal.SIGSTOP)
             seen.update(new)
         self.frozen = sorted(seen)
+        self.wait_stopped(0.2)
+
+    def wait_stopped(self, limit_s: float) -> bool:
+        """Wait until every thread of the candidate's processes is stopped (the helpers only wait)."""
         running = [tid for pid in self.frozen if pid not in self.helpers for tid in _threads(pid)]
-        end = time.monotonic() + 2.0
-        while running and time.monotonic() < end:  # every thread, not only each process's first one
+        end = time.monotonic() + limit_s
+        while running and time.monotonic() < end:
             running = [tid for tid in running if (_stat_fields(tid) or ["X"])[0] not in ("T", "t", "Z", "X")]
             if running:
                 time.sleep(0.0002)
         return not running
+
+    def on_cpu_ns(self) -> dict[int, int]:
+        """Each candidate thread's time on a CPU so far, in ns (/proc/TID/schedstat, exact to this moment):
+        unchanged across a read means no thread ran while it was made."""
+        spent: dict[int, int] = {}
+        for pid in self.tree():
+            if pid in self.helpers:
+                continue
+            for tid in _threads(pid):
+                try:
+                    with open(f"/proc/{tid}/schedstat") as f:
+                        spent[tid] = int(f.read().split()[0])
+                except (OSError, ValueError, IndexError):
+                    spent[tid] = -1
+        return spent
 
     def thaw(self) -> None:
         for pid in self.frozen:
