@@ -339,9 +339,9 @@ def _become_namespace_init() -> None:
     there) and reaps orphans; this process waits for it and passes on how the candidate ended. When the first
     process dies, the kernel kills everything else in the namespace.
 
-    The candidate is not the namespace's first process itself: a SIGSTOP from outside did not reliably stop
-    that one here (3 of 5 idle ones still ran 3 s later, while any other process stopped within 5 ms), and the
-    worker's freeze at 'done' depends on it. Both helpers are undumpable and never run candidate code."""
+    The candidate is not the namespace's first process itself: that one is immune to the signals it sends
+    itself without a handler (raise, abort), so a candidate there could not end the way an ordinary process
+    does. Both helpers are undumpable and never run candidate code."""
     read_end, write_end = os.pipe()
     first = os.fork()
     if first == 0:  # pid 1 of the namespace
