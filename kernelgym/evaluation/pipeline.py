@@ -526,6 +526,7 @@ class _Evaluation:
                 arena = self._arena(fd)
                 written = self.candidate.written_pages(arena)
             except OSError as exc:
+                self._crash_if_dead()
                 raise _end(rules.OUTPUTS_UNREADABLE,
                            f"the candidate's memory could not be inspected ({exc})") from None
             if written:
@@ -537,6 +538,10 @@ class _Evaluation:
         raise _end(rules.OUTPUTS_UNREADABLE, "the candidate's threads kept running while its outputs were "
                                              "read")
 
+    def _crash_if_dead(self) -> None:
+        if not self.candidate.alive():
+            raise _end(rules.CRASH, f"the candidate's process {self.candidate.death()} during {self.stage}")
+
     def _arena(self, fd: int | None) -> list[tuple[int, int]]:
         """Where this batch's input arena is mapped in the candidate: the sealed file's own pages, privately
         and whole (a mapping of another file under its name, or a hole, would hide writes to the inputs)."""
@@ -547,6 +552,7 @@ class _Evaluation:
                 if inode == sealed.st_ino]
         if sealed.st_size and (sum(hi - lo for lo, hi, _ in mine) < sealed.st_size
                                or any(perms[3:4] != "p" for _, _, perms in mine)):
+            self._crash_if_dead()  # a process killed while frozen has no mappings left: that is a crash
             raise _end(rules.INPUTS_MODIFIED, "forward unmapped, replaced or shared its input buffers")
         return [(lo, hi) for lo, hi, _ in mine]
 
@@ -584,6 +590,7 @@ class _Evaluation:
         try:
             self.candidate.read_into(item["ptr"], slot)
         except (OSError, ValueError, OverflowError) as exc:
+            self._crash_if_dead()
             raise _end(rules.OUTPUTS_UNREADABLE, f"an output could not be read ({exc})") from None
         finally:
             slot.release()

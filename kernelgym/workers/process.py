@@ -132,6 +132,10 @@ class EvalProcess:
                 time.sleep(0.0002)
         return not running
 
+    def alive(self) -> bool:
+        fields = _stat_fields(self.main_pid)
+        return fields is not None and fields[0] not in ("Z", "X")
+
     def on_cpu_ns(self) -> dict[int, int]:
         """Each candidate thread's time on a CPU so far, in ns (/proc/TID/schedstat, exact to this moment):
         unchanged across a read means no thread ran while it was made."""
