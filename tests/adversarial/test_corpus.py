@@ -194,7 +194,12 @@ def test_header_names_a_bundled_task(cheat):
 
 @pytest.mark.parametrize("cheat", [_param(c) for c in SINGLE])
 def test_cheat_earns_nothing(corpus_pool, cheat):
-    assert_no_credit(cheat, evaluate(corpus_pool, cheat))
+    result = evaluate(corpus_pool, cheat)
+    if result.verdict is Verdict.OK and (result.speedup or 0) >= (cheat.max_speedup or DEFUSED_MAX_SPEEDUP):
+        # A defused cheat runs an honest kernel; on 2 cores an honest ReLU measured up to 1.24x in one
+        # evaluation of many (0.83-0.98x alone): a hole is a speed that holds when judged again.
+        result = evaluate(corpus_pool, cheat)
+    assert_no_credit(cheat, result)
 
 
 @pytest.mark.parametrize("members", [_group_param(n, m) for n, m in sorted(GROUPS.items())])
