@@ -288,6 +288,7 @@ class Died(Exception):
 def _child_main(target, job, sock, eval_dir, log_fd, sandbox, uses_gpu, cores, candidate) -> None:
     code = 0
     try:
+        _die_with_parent()
         _keep_only_fds(sock.fileno(), log_fd)
         if cores:  # the candidate gets exactly the reference's cores: extra threads only share them
             os.sched_setaffinity(0, cores)
@@ -309,6 +310,20 @@ def _child_main(target, job, sock, eval_dir, log_fd, sandbox, uses_gpu, cores, c
         code = 70
     finally:
         os._exit(code)
+
+
+def _die_with_parent() -> None:
+    """SIGKILL from the kernel when the parent dies: an evaluation frozen when its worker was killed would
+    otherwise stay stopped for good (seen after a fault-injection soak: 15 stopped processes, 240 MB each)."""
+    import ctypes
+
+    parent = os.getppid()
+    try:
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # the parent was already gone
+        os._exit(70)
 
 
 def _keep_only_fds(*keep: int) -> None:
@@ -349,6 +364,7 @@ def _become_namespace_init() -> None:
     read_end, write_end = os.pipe()
     first = os.fork()
     if first == 0:  # pid 1 of the namespace
+        _die_with_parent()  # its end ends the namespace: nothing frozen in it outlives a killed worker
         os.close(read_end)
         no_inspection()
         candidate = os.fork()
