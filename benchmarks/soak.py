@@ -43,7 +43,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from soak_faults import Injector, JudgeCgroup, Sampler, descendants, tmpfs
+from soak_faults import Injector, JudgeCgroup, Sampler, descendants, judge_processes_since, tmpfs
 
 FAULTS = ("worker", "reference", "candidate", "disk", "memory")
 
@@ -246,12 +246,14 @@ def soak(config: SoakConfig, cache_dir: str, soak_tmp: str, notes: list[str]) ->
 
     import kernelgym  # noqa: F401 (registers the ids)
     from kernelgym.workers.pool import EvalPool
+    from kernelgym.workers.worker import start_time
 
     backend = "triton" if config.gpu else "cpp"
     options = {"timing_budget_s": config.timing_budget_s}
     plan = solutions(backend)
     pool = EvalPool(workers=config.workers, infra_retries=config.infra_retries)
     started = time.time()
+    soak_started_ticks = int(start_time(os.getpid()))  # what the judge forks starts after this process
     with pool:
         expected = baseline(pool, plan, backend, options)
         cgroup = JudgeCgroup.create(config.memory_headroom_mb) if "memory" in config.faults else None
@@ -303,6 +305,7 @@ def soak(config: SoakConfig, cache_dir: str, soak_tmp: str, notes: list[str]) ->
         "eval_folders_before_close": stale,
         "forked_processes_alive": sampler.forked_alive(),
         "descendants_alive": descendants(os.getpid()),
+        "judge_processes_alive": judge_processes_since(soak_started_ticks),
         "work_root_left": [work_root] if os.path.exists(work_root) else [],
         "temp_files_left": sorted(
             str(p) for p in Path(soak_tmp).rglob("*") if not str(p).startswith(cache_dir)

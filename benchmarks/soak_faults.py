@@ -51,6 +51,26 @@ def descendants(root: int) -> list[int]:
     return found
 
 
+def judge_processes_since(started_ticks: int) -> list[int]:
+    """Living processes started at or after `started_ticks` (boot clock ticks) that run kernelgym's worker
+    module: whatever a worker forked (evaluation processes, a PID namespace's helper and its candidate)
+    carries the worker's command line, wherever it was reparented to, stopped or not. Run the soak alone."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{name}/cmdline", "rb") as f:
+                command = f.read()
+            fields = _stat(int(name))
+        except (OSError, IndexError):
+            continue
+        is_worker = b"kernelgym.workers.worker" in command.split(b"\0")
+        if is_worker and fields[0] != "Z" and int(fields[19]) >= started_ticks:
+            found.append(int(name))
+    return sorted(found)
+
+
 def evaluation_processes(worker_pid: int) -> list[int]:
     """The worker's forked evaluation processes (python, not a compiler), oldest first."""
     try:
