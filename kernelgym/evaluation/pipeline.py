@@ -530,11 +530,13 @@ class _Evaluation:
                 raise _end(rules.OUTPUTS_UNREADABLE,
                            f"the candidate's memory could not be inspected ({exc})") from None
             if written:
+                self._crash_if_dead()
                 raise _end(rules.INPUTS_MODIFIED, "forward wrote into its input tensors")
             outputs = self._read_outputs(done, arena)
             if self.candidate.on_cpu_ns() == before:
                 return outputs
             self.candidate.wait_stopped(1.0)
+        self._crash_if_dead()
         raise _end(rules.OUTPUTS_UNREADABLE, "the candidate's threads kept running while its outputs were "
                                              "read")
 

@@ -100,11 +100,19 @@ def error_meta(stage: str, exc: BaseException) -> m.Failed:
     kind = "runtime"
     if isinstance(exc, kernels.BuildError) or "Error building extension" in message:
         kind = "compile"
-    elif isinstance(exc, torch.cuda.OutOfMemoryError) or "out of memory" in message.lower():
+    elif (isinstance(exc, torch.cuda.OutOfMemoryError) or "out of memory" in message.lower()
+          or _oom_report_failed(message)):
         kind = "oom"
     elif "CUDA error" in message or "cudaError" in message or "illegal memory access" in message:
         kind = "cuda"
     return m.Failed(stage, kind, message[:4000], frames, getattr(exc, "log", "")[-20000:])
+
+
+def _oom_report_failed(message: str) -> bool:
+    """PyTorch's caching allocator asks NVML who holds the memory only when an allocation failed; where NVML
+    cannot start (seen in the candidate's namespaces on the H200 host: an INTERNAL ASSERT on nvmlInit) that
+    assert replaces the out-of-memory error it was writing."""
+    return "CUDACachingAllocator" in message and "nvmlInit" in message
 
 
 def strict_fp32() -> None:

@@ -133,8 +133,7 @@ class EvalProcess:
         return not running
 
     def alive(self) -> bool:
-        fields = _stat_fields(self.main_pid)
-        return fields is not None and fields[0] not in ("Z", "X")
+        return not dead_or_dying(self.main_pid)
 
     def on_cpu_ns(self) -> dict[int, int]:
         """Each candidate thread's time on a CPU so far, in ns (/proc/TID/schedstat, exact to this moment):
@@ -419,6 +418,25 @@ def _global_pid() -> int:
     except OSError:
         pass
     return os.getpid()
+
+
+PF_EXITING = 0x4  # the task's flags (include/linux/sched.h): it has begun to exit
+SIGKILL_BIT = 1 << (signal.SIGKILL - 1)
+
+
+def dead_or_dying(pid: int) -> bool:
+    """Gone, a zombie, exiting, or with SIGKILL pending. A killed process loses its memory map before it
+    becomes a zombie: what a reader finds in that window (no mappings, unreadable memory) is its death, not
+    something it did."""
+    fields = _stat_fields(pid)
+    if fields is None or fields[0] in ("Z", "X") or int(fields[6]) & PF_EXITING:
+        return True
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            pending = [int(line.split()[1], 16) for line in f if line.startswith(("SigPnd:", "ShdPnd:"))]
+    except (OSError, ValueError, IndexError):
+        return True
+    return any(mask & SIGKILL_BIT for mask in pending)
 
 
 def _stat_fields(pid: int) -> list[str] | None:
