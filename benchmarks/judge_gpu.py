@@ -71,7 +71,9 @@ def _row(kind: str, name: str, result, started: float) -> dict:
             "calls_per_batch": result.timing.calls_per_batch if result.timing else None,
             "readback_lag_ms": result.timing.readback_lag_ms if result.timing else None,
             "warnings": (result.static.warnings if result.static else [])[:2],
-            "wall_s": round(time.monotonic() - started, 1)}
+            "wall_s": round(time.monotonic() - started, 1),
+            # what a failure printed, to diagnose it from the log alone (the host is gone after the run)
+            "tail": "" if result.verdict.value == "ok" else (result.output_tail or "")[-1500:]}
 
 
 def main() -> int:

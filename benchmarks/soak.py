@@ -117,6 +117,10 @@ def run_env(
         episode.ended = time.time()
         with lock:
             out.append(episode)
+            # One line per episode as it ends: a run cut short (a device call's time limit) still tells.
+            line = {"episode": len(out), "env": index, "solution": name, "verdicts": episode.verdicts,
+                    "s": round(episode.ended - episode.started, 1)}
+            print(json.dumps(line), flush=True)
 
 
 def baseline(pool, plan: list, backend: str, options: dict) -> dict[str, str]:
@@ -124,10 +128,11 @@ def baseline(pool, plan: list, backend: str, options: dict) -> dict[str, str]:
     from kernelgym.tasks import bundled
 
     tasks = bundled()
-    return {
-        name: pool.evaluate(tasks.get(task_id), source, backend=backend, **options).verdict.value
-        for name, task_id, source, _ in plan
-    }
+    verdicts = {}
+    for name, task_id, source, _ in plan:
+        verdicts[name] = pool.evaluate(tasks.get(task_id), source, backend=backend, **options).verdict.value
+        print(json.dumps({"baseline": name, "verdict": verdicts[name]}), flush=True)
+    return verdicts
 
 
 def classify(episode: Episode, faults: list[dict]) -> str:

@@ -214,16 +214,7 @@ def run_episode(
 ) -> EpisodeRecord:
     config = config or MapElitesConfig()
     obs, info, _ = start(env, task_id, seed)
-    search = Search(
-        env,
-        NAME,
-        info.get("task_id", task_id),
-        sample,
-        budget=config.budget,
-        state_dir=config.state_dir,
-        max_proposals_factor=config.max_proposals_factor,
-        patience=config.patience,
-    )
+    search = Search.from_config(env, NAME, info.get("task_id", task_id), sample, config)
     state = search.state
     _seed_prompts(state, config)
     tuners: dict[str, Any] = {}

@@ -205,6 +205,12 @@ class Search:
         self.wall_before = self.state.wall_s
         self.done_reply = False
 
+    @classmethod
+    def from_config(cls, env, baseline: str, task_id: str, sample: int, config) -> Search:
+        """The search a baseline's config asks for (its budget, state_dir, max_proposals_factor, patience)."""
+        return cls(env, baseline, task_id, sample, budget=config.budget, state_dir=config.state_dir,
+                   max_proposals_factor=config.max_proposals_factor, patience=config.patience)
+
     def should_stop(self) -> bool:
         s = self.state
         if s.finished:

@@ -73,9 +73,15 @@ class RoleRewardConfig:
 
 
 @dataclass
-class RLConfig:
+class _TrainingConfig:
+    """What SFT and RL share: the model and how an episode runs."""
+
     backbone: BackboneConfig = field(default_factory=BackboneConfig)
     episode: EpisodeConfig = field(default_factory=EpisodeConfig)
+
+
+@dataclass
+class RLConfig(_TrainingConfig):
     rewards: RoleRewardConfig = field(default_factory=RoleRewardConfig)
     output_dir: str = "runs/davinci-rl"
     steps: int = 10
@@ -104,9 +110,7 @@ class SFTDataConfig:
 
 
 @dataclass
-class SFTConfig:
-    backbone: BackboneConfig = field(default_factory=BackboneConfig)
-    episode: EpisodeConfig = field(default_factory=EpisodeConfig)
+class SFTConfig(_TrainingConfig):
     data: SFTDataConfig = field(default_factory=SFTDataConfig)
     output_dir: str = "runs/davinci-sft"
     epochs: float = 2.0

@@ -29,44 +29,45 @@ def _fail(message: str) -> None:
     raise typer.Exit(1)
 
 
+def _load_and_run(config_class: str, runner: str, config: str | None, overrides: list[str] | None,
+                  print_config: bool):
+    """The config from the file then the overrides; printed, or run by `runner` (imported only then). A
+    KernelGymError ends the command with its message, not a traceback."""
+    import importlib
+
+    from kernelgym.agents.davinci import config as configs
+
+    try:
+        cfg = configs.load_config(getattr(configs, config_class), config, overrides)
+        if print_config:
+            typer.echo(json.dumps(asdict(cfg), indent=1))
+            return None
+        module, name = runner.rsplit(".", 1)
+        return getattr(importlib.import_module(module), name)(cfg)
+    except KernelGymError as exc:
+        _fail(str(exc))
+
+
 @app.command("sft")
 def sft_command(config: str | None = ConfigOpt, overrides: list[str] | None = OverridesArg,
                 print_config: bool = PrintOpt) -> None:
     """SFT cold start: replayed bundled solutions, bench runs, external JSONL; filtered; SFTTrainer."""
-    from kernelgym.agents.davinci.config import SFTConfig, load_config
-
-    try:
-        cfg = load_config(SFTConfig, config, overrides)
-        if print_config:
-            typer.echo(json.dumps(asdict(cfg), indent=1))
-            return
-        from kernelgym.agents.davinci.sft import run_sft
-
-        result = run_sft(cfg)
-    except KernelGymError as exc:
-        _fail(str(exc))
-    typer.echo(f"SFT done: {result.examples} examples (filter: {result.filter_report}); "
-               f"loss {result.train_loss}; model in {result.output_dir}")
+    runner = "kernelgym.agents.davinci.sft.run_sft"
+    result = _load_and_run("SFTConfig", runner, config, overrides, print_config)
+    if result is not None:
+        typer.echo(f"SFT done: {result.examples} examples (filter: {result.filter_report}); "
+                   f"loss {result.train_loss}; model in {result.output_dir}")
 
 
 @app.command("rl")
 def rl_command(config: str | None = ConfigOpt, overrides: list[str] | None = OverridesArg,
                print_config: bool = PrintOpt) -> None:
     """Multi-turn REINFORCE with per-role advantages; resumes from the latest checkpoint in output_dir."""
-    from kernelgym.agents.davinci.config import RLConfig, load_config
-
-    try:
-        cfg = load_config(RLConfig, config, overrides)
-        if print_config:
-            typer.echo(json.dumps(asdict(cfg), indent=1))
-            return
-        from kernelgym.agents.davinci.rl import run_rl
-
-        result = run_rl(cfg)
-    except KernelGymError as exc:
-        _fail(str(exc))
-    typer.echo(f"RL done: {result.steps_done} steps; {len(result.admitted)} skills admitted "
-               f"({result.gate_calls} gate calls); outputs in {result.output_dir}")
+    runner = "kernelgym.agents.davinci.rl.run_rl"
+    result = _load_and_run("RLConfig", runner, config, overrides, print_config)
+    if result is not None:
+        typer.echo(f"RL done: {result.steps_done} steps; {len(result.admitted)} skills admitted "
+                   f"({result.gate_calls} gate calls); outputs in {result.output_dir}")
 
 
 def main() -> None:
