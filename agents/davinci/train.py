@@ -30,9 +30,9 @@ def _fail(message: str) -> None:
 
 
 def _load_and_run(config_class: str, runner: str, config: str | None, overrides: list[str] | None,
-                  print_config: bool):
-    """The config from the file then the overrides; printed, or run by `runner` (imported only then). A
-    KernelGymError ends the command with its message, not a traceback."""
+                  print_config: bool, summary) -> None:
+    """The config from the file then the overrides; printed, or run by `runner` (imported only then) and its
+    result summarised. A KernelGymError ends the command with its message, not a traceback."""
     import importlib
 
     from kernelgym.agents.davinci import config as configs
@@ -41,33 +41,30 @@ def _load_and_run(config_class: str, runner: str, config: str | None, overrides:
         cfg = configs.load_config(getattr(configs, config_class), config, overrides)
         if print_config:
             typer.echo(json.dumps(asdict(cfg), indent=1))
-            return None
+            return
         module, name = runner.rsplit(".", 1)
-        return getattr(importlib.import_module(module), name)(cfg)
+        result = getattr(importlib.import_module(module), name)(cfg)
     except KernelGymError as exc:
         _fail(str(exc))
+    typer.echo(summary(result))
 
 
 @app.command("sft")
 def sft_command(config: str | None = ConfigOpt, overrides: list[str] | None = OverridesArg,
                 print_config: bool = PrintOpt) -> None:
     """SFT cold start: replayed bundled solutions, bench runs, external JSONL; filtered; SFTTrainer."""
-    runner = "kernelgym.agents.davinci.sft.run_sft"
-    result = _load_and_run("SFTConfig", runner, config, overrides, print_config)
-    if result is not None:
-        typer.echo(f"SFT done: {result.examples} examples (filter: {result.filter_report}); "
-                   f"loss {result.train_loss}; model in {result.output_dir}")
+    _load_and_run("SFTConfig", "kernelgym.agents.davinci.sft.run_sft", config, overrides, print_config,
+                  lambda r: f"SFT done: {r.examples} examples (filter: {r.filter_report}); "
+                            f"loss {r.train_loss}; model in {r.output_dir}")
 
 
 @app.command("rl")
 def rl_command(config: str | None = ConfigOpt, overrides: list[str] | None = OverridesArg,
                print_config: bool = PrintOpt) -> None:
     """Multi-turn REINFORCE with per-role advantages; resumes from the latest checkpoint in output_dir."""
-    runner = "kernelgym.agents.davinci.rl.run_rl"
-    result = _load_and_run("RLConfig", runner, config, overrides, print_config)
-    if result is not None:
-        typer.echo(f"RL done: {result.steps_done} steps; {len(result.admitted)} skills admitted "
-                   f"({result.gate_calls} gate calls); outputs in {result.output_dir}")
+    _load_and_run("RLConfig", "kernelgym.agents.davinci.rl.run_rl", config, overrides, print_config,
+                  lambda r: f"RL done: {r.steps_done} steps; {len(r.admitted)} skills admitted "
+                            f"({r.gate_calls} gate calls); outputs in {r.output_dir}")
 
 
 def main() -> None:
