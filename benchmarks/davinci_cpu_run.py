@@ -130,7 +130,9 @@ if __name__ == "__main__":
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default="runs/davinci-cpu")
     parser.add_argument("--model", default="smollm2")
-    parser.add_argument("--tokens", type=int, default=384, help="max new tokens of a policy turn")
+    # A reply must be able to hold a whole solution: the bundled cpp ones that SFT teaches are 1.1k-4.4k
+    # SmolLM2 tokens (one is 216); in a run at 256, 5 of 8 RL replies were cut at the cap (all compile_error).
+    parser.add_argument("--tokens", type=int, default=2048, help="max new tokens of a policy turn")
     parser.add_argument("--turns", type=int, default=1, help="policy turns per RL episode")
     parser.add_argument("--sft-epochs", type=float, default=3.0)
     parser.add_argument("--sft-lr", type=float, default=5e-5)
