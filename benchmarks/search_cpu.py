@@ -229,8 +229,11 @@ def main() -> None:
         json.dumps({m: {t: curve(r) for t, r in per.items()} for m, per in found.items()}, indent=1)
     )
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    footer = f"{stamp}; {platform.machine()}, {versions()}; plot: {png}"
     print(text)
-    print(f"{stamp}; {platform.machine()}, {versions()}; plot: {png}")
+    print(footer)
+    if args.md:  # the help promises the table there, not only on stdout
+        Path(args.md).write_text(f"{text}\n\n{footer}\n\n![best speedup against judge calls]({png.name})\n")
 
 
 if __name__ == "__main__":
