@@ -18,6 +18,7 @@ import datetime
 import json
 import math
 import platform
+import statistics
 from pathlib import Path
 
 METHODS = ("evolve", "map_elites", "refine", "best_of_n")
@@ -76,9 +77,10 @@ def best_sources(out: Path, method: str) -> dict[str, str]:
     return {task: source for task, (_, source) in best.items()}
 
 
-def confirm(out: Path, methods, tasks, backend: str = "cpp") -> dict[str, dict[str, dict]]:
+def confirm(out: Path, methods, tasks, backend: str = "cpp", rounds: int = 1) -> dict[str, dict[str, dict]]:
     """Fresh evaluations of each method's best candidate and of the bundled solution (`bundled`), one at a
-    time: a search's best is the maximum of noisy measurements, so it is judged again before comparing."""
+    time, `rounds` times: a search's best is the maximum of noisy measurements, so it is judged again before
+    comparing, and the median of the rounds is what the table shows."""
     from kernelgym.solutions import examples
     from kernelgym.tasks import bundled
     from kernelgym.workers.pool import EvalPool
@@ -87,30 +89,37 @@ def confirm(out: Path, methods, tasks, backend: str = "cpp") -> dict[str, dict[s
     sources = {"bundled": {t: seeds[t] for t in seeds}, **{m: best_sources(out, m) for m in methods}}
     fresh: dict[str, dict[str, dict]] = {}
     with EvalPool(workers=1) as pool:  # task by task, the candidates in turn: load drifts hit them alike
-        for task_id in [t for t in seeds if t.split("/", 1)[-1] in tasks]:
-            for label, per in [(label, per) for label, per in sources.items() if task_id in per]:
-                result = pool.evaluate(
-                    bundled().get(task_id.split("/", 1)[-1]), per[task_id], backend=backend
-                )
-                fresh.setdefault(label, {})[task_id] = {
-                    "speedup": result.speedup,
-                    "verified": result.verified_speedup is not None,
-                }
+        for _ in range(rounds):
+            for task_id in [t for t in seeds if t.split("/", 1)[-1] in tasks]:
+                for label, per in [(label, per) for label, per in sources.items() if task_id in per]:
+                    result = pool.evaluate(
+                        bundled().get(task_id.split("/", 1)[-1]), per[task_id], backend=backend
+                    )
+                    cell = fresh.setdefault(label, {}).setdefault(task_id, {"speedups": [], "verified": 0})
+                    cell["speedups"].append(result.speedup or 0.0)
+                    cell["verified"] += result.verified_speedup is not None
+    for per in fresh.values():
+        for cell in per.values():
+            cell["speedup"] = statistics.median(cell["speedups"])
     return fresh
 
 
 def confirm_table(fresh: dict[str, dict[str, dict]]) -> str:
+    """Median fresh speedup per candidate and task; with several rounds, the range and how many verified."""
     tasks = sorted({t for per in fresh.values() for t in per})
     lines = [
         "| candidate | " + " | ".join(t.split("/", 1)[-1] for t in tasks) + " |",
         "| --- |" + " --- |" * len(tasks),
     ]
+
+    def cell(c: dict) -> str:
+        runs = c["speedups"]
+        if len(runs) == 1:
+            return f"{runs[0]:.3g}x{' verified' if c['verified'] else ''}"
+        return f"{c['speedup']:.3g}x ({min(runs):.3g}-{max(runs):.3g}; {c['verified']}/{len(runs)} verified)"
+
     for label, per in fresh.items():
-        cells = [
-            f"{per[t]['speedup'] or 0:.3g}x{' verified' if per[t]['verified'] else ''}" if t in per else "-"
-            for t in tasks
-        ]
-        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+        lines.append(f"| {label} | " + " | ".join(cell(per[t]) if t in per else "-" for t in tasks) + " |")
     return "\n".join(lines)
 
 
@@ -211,6 +220,7 @@ def main() -> None:
     )
     parser.add_argument("--out", default="runs/search_cpu")
     parser.add_argument("--no-confirm", action="store_true", help="skip the fresh evaluations of the bests")
+    parser.add_argument("--confirm-rounds", type=int, default=1, help="fresh evaluations of each best")
     parser.add_argument("--md", default=None, help="also write the table here (with the plot beside it)")
     args = parser.parse_args()
     out = Path(args.out)
@@ -219,9 +229,10 @@ def main() -> None:
     )
     text = table(found, args.budget)
     if not args.no_confirm:
-        fresh = confirm(out, list(found), args.tasks.split(","))
+        fresh = confirm(out, list(found), args.tasks.split(","), rounds=args.confirm_rounds)
         (out / "confirm.json").write_text(json.dumps(fresh, indent=1))
-        text += "\n\nFresh evaluations of each method's best candidate (and of the bundled solution):\n\n"
+        text += (f"\n\nFresh evaluations of each method's best candidate (and of the bundled solution), "
+                 f"{args.confirm_rounds} round(s), median:\n\n")
         text += confirm_table(fresh)
     png = Path(args.md).with_suffix(".png") if args.md else out / "search_cpu.png"
     plot(found, png, args.budget)
