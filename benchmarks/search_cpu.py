@@ -88,13 +88,13 @@ def confirm(out: Path, methods, tasks, backend: str = "cpp", rounds: int = 1) ->
     seeds = {e.task_id: e.path.read_text() for e in examples(backend)}
     sources = {"bundled": {t: seeds[t] for t in seeds}, **{m: best_sources(out, m) for m in methods}}
     fresh: dict[str, dict[str, dict]] = {}
+    suite = bundled()
     with EvalPool(workers=1) as pool:  # task by task, the candidates in turn: load drifts hit them alike
         for _ in range(rounds):
             for task_id in [t for t in seeds if t.split("/", 1)[-1] in tasks]:
                 for label, per in [(label, per) for label, per in sources.items() if task_id in per]:
-                    result = pool.evaluate(
-                        bundled().get(task_id.split("/", 1)[-1]), per[task_id], backend=backend
-                    )
+                    task = suite.get(task_id.split("/", 1)[-1])
+                    result = pool.evaluate(task, per[task_id], backend=backend)
                     cell = fresh.setdefault(label, {}).setdefault(task_id, {"speedups": [], "verified": 0})
                     cell["speedups"].append(result.speedup or 0.0)
                     cell["verified"] += result.verified_speedup is not None

@@ -519,24 +519,29 @@ class _Evaluation:
     def _outputs_from_frozen(self, done: m.BatchDone, fd: int | None) -> list[list[dict]]:
         """CPU: the input arena as the kernel's page tables show it, then every output copied out, while no
         thread of the candidate runs: if one spent time on a CPU during the read (a stop still pending),
-        the read is made again once the stops have landed."""
+        the read is made again once the stops have landed. Whatever the read finds against a candidate that
+        died meanwhile is a crash: a killed process loses its mappings and memory before it is a zombie."""
+        try:
+            return self._read_frozen(done, fd)
+        except _Outcome:
+            self._crash_if_dead()
+            raise
+
+    def _read_frozen(self, done: m.BatchDone, fd: int | None) -> list[list[dict]]:
         for _ in range(READ_ATTEMPTS):
             before = self.candidate.on_cpu_ns()
             try:
                 arena = self._arena(fd)
                 written = self.candidate.written_pages(arena)
             except OSError as exc:
-                self._crash_if_dead()
                 raise _end(rules.OUTPUTS_UNREADABLE,
                            f"the candidate's memory could not be inspected ({exc})") from None
             if written:
-                self._crash_if_dead()
                 raise _end(rules.INPUTS_MODIFIED, "forward wrote into its input tensors")
             outputs = self._read_outputs(done, arena)
             if self.candidate.on_cpu_ns() == before:
                 return outputs
             self.candidate.wait_stopped(1.0)
-        self._crash_if_dead()
         raise _end(rules.OUTPUTS_UNREADABLE, "the candidate's threads kept running while its outputs were "
                                              "read")
 
@@ -554,7 +559,6 @@ class _Evaluation:
                 if inode == sealed.st_ino]
         if sealed.st_size and (sum(hi - lo for lo, hi, _ in mine) < sealed.st_size
                                or any(perms[3:4] != "p" for _, _, perms in mine)):
-            self._crash_if_dead()  # a process killed while frozen has no mappings left: that is a crash
             raise _end(rules.INPUTS_MODIFIED, "forward unmapped, replaced or shared its input buffers")
         return [(lo, hi) for lo, hi, _ in mine]
 
@@ -592,7 +596,6 @@ class _Evaluation:
         try:
             self.candidate.read_into(item["ptr"], slot)
         except (OSError, ValueError, OverflowError) as exc:
-            self._crash_if_dead()
             raise _end(rules.OUTPUTS_UNREADABLE, f"an output could not be read ({exc})") from None
         finally:
             slot.release()
