@@ -33,9 +33,9 @@ def alive(pid: int, started: str | None = None) -> bool:
     return fields[0] != "Z" and (started is None or fields[19] == started)
 
 
-def descendants(root: int) -> list[int]:
-    """Living processes below `root` (read from /proc/*/stat, as ps does)."""
-    parent: dict[int, int] = {}
+def _living() -> list[tuple[int, list[str]]]:
+    """(pid, stat fields) of every process that is not a zombie (read from /proc/*/stat, as ps does)."""
+    found = []
     for name in os.listdir("/proc"):
         if name.isdigit():
             try:
@@ -43,7 +43,13 @@ def descendants(root: int) -> list[int]:
             except (OSError, IndexError):
                 continue
             if fields[0] != "Z":
-                parent[int(name)] = int(fields[1])
+                found.append((int(name), fields))
+    return found
+
+
+def descendants(root: int) -> list[int]:
+    """Living processes below `root`."""
+    parent = {pid: int(fields[1]) for pid, fields in _living()}
     found, frontier = [], {root}
     while frontier:
         frontier = {pid for pid, ppid in parent.items() if ppid in frontier}
@@ -56,18 +62,16 @@ def judge_processes_since(started_ticks: int) -> list[int]:
     module: whatever a worker forked (evaluation processes, a PID namespace's helper and its candidate)
     carries the worker's command line, wherever it was reparented to, stopped or not. Run the soak alone."""
     found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit() or int(name) == os.getpid():
+    for pid, fields in _living():
+        if pid == os.getpid() or int(fields[19]) < started_ticks:
             continue
         try:
-            with open(f"/proc/{name}/cmdline", "rb") as f:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
                 command = f.read()
-            fields = _stat(int(name))
-        except (OSError, IndexError):
+        except OSError:
             continue
-        is_worker = b"kernelgym.workers.worker" in command.split(b"\0")
-        if is_worker and fields[0] != "Z" and int(fields[19]) >= started_ticks:
-            found.append(int(name))
+        if b"kernelgym.workers.worker" in command.split(b"\0"):
+            found.append(pid)
     return sorted(found)
 
 
