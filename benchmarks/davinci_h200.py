@@ -30,7 +30,7 @@ class SlotProbe:
         from kernelgym.workers import locks
 
         locks.prepare()
-        self.path = os.path.join(locks.LOCK_DIR, f"{'cuda' if device == 'cuda' else 'cpu'}.lock")
+        self.path = locks.lock_path(device)  # the slot the pool's workers take
         self.period_s, self.busy, self.samples = period_s, 0, 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)

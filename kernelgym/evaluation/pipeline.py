@@ -433,7 +433,7 @@ class _Evaluation:
                     record.reference_ms = self._run_reference(record.number, inputs, fd)
                 else:
                     done = self._run_candidate(record, inputs, fd, profile)
-            self._check(record, done, fd)
+            self._check(record, done, fd, inputs.ipc)
         finally:
             if fd is not None:
                 os.close(fd)
@@ -490,13 +490,16 @@ class _Evaluation:
             raise _end(rules.PRECISION_DOWNGRADE, "TF32 or reduced-precision matmul was switched on")
         return done
 
-    def _check(self, record: _Batch, done: m.BatchDone, fd: int | None) -> None:
+    def _check(self, record: _Batch, done: m.BatchDone, fd: int | None, inputs_ipc: list | None) -> None:
         """Every call's outputs, read from the frozen candidate (CPU) or mapped by the reference (GPU),
         checked by the reference in one exchange; the candidate stays frozen until the answer."""
         try:
             if len(done.outputs) != record.calls:
                 raise _end(rules.OUTPUTS_UNREADABLE, f"{len(done.outputs)} outputs for {record.calls} calls")
-            outputs = self._outputs_from_frozen(done, fd) if self.device == "cpu" else done.outputs
+            if self.device == "cpu":
+                outputs = self._outputs_from_frozen(done, fd)
+            else:
+                outputs = _refuse_aliased_inputs(done.outputs, inputs_ipc)
             fds = [self.readback.fd] if self.device == "cpu" else []
             self.to_reference(m.Compare(record.number, outputs, self.atol, self.rtol), fds=fds)
             try:
@@ -827,6 +830,21 @@ class _Evaluation:
             found, note = ncu.collect(job_dir, spec, self.pipeline.sandbox, self.options.ncu_timeout_s)
         result.profile.kernels, result.profile.ncu_note = found, note
         result.stage_s["ncu"] = round(time.monotonic() - started, 3)
+
+
+def _refuse_aliased_inputs(outputs: list, inputs_ipc: list | None) -> list:
+    """GPU outputs travel as IPC handles: one naming an allocation the reference exported for the inputs
+    is an input handed back (A10), whatever the candidate's process says of it."""
+    sent = {item["ipc"].get("handle") for call in inputs_ipc or [] for item in call
+            if isinstance(item, dict) and isinstance(item.get("ipc"), dict)}
+    for call in outputs:
+        for meta in call if isinstance(call, list) else []:
+            if not isinstance(meta, dict):
+                continue
+            ipc = meta.get("ipc")
+            if meta.get("aliases_input") is True or (isinstance(ipc, dict) and ipc.get("handle") in sent):
+                raise _end(rules.OUTPUT_ALIASES_INPUT, "an output shares memory with an input")
+    return outputs
 
 
 def _described(meta) -> dict:

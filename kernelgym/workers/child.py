@@ -196,16 +196,25 @@ def run_batch(model, calls: list[list], device: str) -> list:
     return outputs
 
 
-def describe_outputs(outputs: list, device: str, keep: list, export: bool = True) -> list[list[dict]]:
+def describe_outputs(outputs: list, device: str, keep: list, export: bool = True,
+                     calls: list[list] | None = None) -> list[list[dict]]:
     """Where each output lies, for the trusted side to read: an address (CPU) or an IPC handle (GPU).
-    The reference's side does not export (nobody maps its outputs; unconsumed exports pile up in torch)."""
+    The reference's side does not export (nobody maps its outputs; unconsumed exports pile up in torch).
+    On the GPU an output that is an input (or a view of one) is said so: torch cannot re-export memory it
+    mapped from another process, and the honest answer is the rule, not torch's error. (The trusted side
+    also compares handles, for a candidate that would not say so.)"""
     described = []
-    for out in outputs:
+    for index, out in enumerate(outputs):
         items = []
+        input_storages = {x.untyped_storage().data_ptr() for x in (calls[index] if calls else [])
+                          if isinstance(x, torch.Tensor) and x.is_cuda}
         for item in as_list(out):
             if type(item) is not torch.Tensor:
                 what = "a subclass of Tensor" if isinstance(item, torch.Tensor) else "not a tensor"
                 items.append({"error": f"output is a {type(item).__name__}, {what}"})
+                continue
+            if item.is_cuda and item.untyped_storage().data_ptr() in input_storages:
+                items.append({"error": "an output shares memory with an input", "aliases_input": True})
                 continue
             dense = item if item.is_contiguous() else item.contiguous()
             keep.append(dense)
@@ -608,7 +617,7 @@ class _CandidateSide:
                                              self.launches, own)
         else:
             outputs = run_batch(self.model, calls, device)
-        described = describe_outputs(outputs, device, keep)
+        described = describe_outputs(outputs, device, keep, calls=calls)
         keep += [outputs, calls]
         self.kept[msg.batch] = keep
         m.send(self.sock, m.BatchDone(msg.batch, described, [], own_calls(self.launches) - calls_before,

@@ -14,8 +14,7 @@ def prepare() -> None:
     os.makedirs(LOCK_DIR, exist_ok=True)
     with contextlib.suppress(OSError):
         os.chmod(LOCK_DIR, 0o1777)
-    for name in ("cpu", "cuda"):
-        path = os.path.join(LOCK_DIR, f"{name}.lock")
+    for path in (lock_path("cpu"), lock_path("cuda")):
         if not os.path.exists(path):
             with open(path, "a"):
                 pass
@@ -23,13 +22,19 @@ def prepare() -> None:
                 os.chmod(path, 0o666)
 
 
+def lock_path(device: str) -> str:
+    """The slot's file for a device: one per GPU, named by the first GPU this process sees (the one it
+    uses), so a pool that spreads its workers by CUDA_VISIBLE_DEVICES and a process that sees the same
+    GPU first name the same slot; unset means GPU 0."""
+    if not device.startswith("cuda"):
+        return os.path.join(LOCK_DIR, "cpu.lock")
+    first = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip() or "0"
+    return os.path.join(LOCK_DIR, f"cuda{first}.lock")
+
+
 @contextlib.contextmanager
 def device_lock(device: str):
-    # one slot per GPU: a pool spreads its workers over the GPUs by CUDA_VISIBLE_DEVICES
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").replace(",", "_")
-    name = f"cuda{visible}" if device.startswith("cuda") else "cpu"
-    path = os.path.join(LOCK_DIR, f"{name}.lock")
-    with open(path, "a") as handle:
+    with open(lock_path(device), "a") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield
