@@ -12,6 +12,7 @@ import signal
 import socket
 import struct
 import time
+import warnings
 
 from kernelgym.workers import messages as m
 from kernelgym.workers import protocol
@@ -300,6 +301,8 @@ def _child_main(target, job, sock, eval_dir, log_fd, sandbox, uses_gpu, cores, c
                 _become_namespace_init()
         pid = _global_pid()  # before /proc is remounted for a PID namespace
         notes += enter(eval_dir, log_fd, sandbox, uses_gpu, candidate=candidate, own_pids=pid_ns)
+        if uses_gpu:
+            quiet_sandbox_warnings()
         m.send(sock, m.Hello(notes, pid=pid))
         if candidate:
             run_candidate(job, sock, eval_dir)
@@ -309,6 +312,13 @@ def _child_main(target, job, sock, eval_dir, log_fd, sandbox, uses_gpu, cores, c
         code = 70
     finally:
         os._exit(code)
+
+
+def quiet_sandbox_warnings() -> None:
+    """NVML does not start inside the sandbox's namespaces on some hosts, and torch warns about it at every
+    device count: the sandbox's doing, not the solution's, so it stays out of the output shown as feedback.
+    (torch then counts devices through the CUDA runtime, which works.)"""
+    warnings.filterwarnings("ignore", message="Can't initialize NVML")
 
 
 def _die_with_parent() -> None:

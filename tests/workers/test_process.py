@@ -65,3 +65,16 @@ def test_a_stopped_or_running_process_is_alive():
     finally:
         child.kill()
         child.wait()
+
+
+def test_the_sandboxs_nvml_warning_stays_out_of_the_feedback():
+    import warnings
+
+    from kernelgym.workers.process import quiet_sandbox_warnings
+
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        quiet_sandbox_warnings()
+        warnings.warn("Can't initialize NVML", UserWarning, stacklevel=1)
+        warnings.warn("a warning of the solution's own", UserWarning, stacklevel=1)
+    assert [str(w.message) for w in seen] == ["a warning of the solution's own"]
