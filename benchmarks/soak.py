@@ -2,8 +2,8 @@
 are injected from outside, then checks that the judge's faults were never charged to the agent.
 
     python benchmarks/soak.py --envs 8 --episodes 200 --out runs/soak          # CPU, cpp backend
-    python benchmarks/soak.py --gpu --envs 4 --episodes 25 --max-minutes 1.5 --fault-every 3 --out "$OUT"
-                                                    # H200 (> 140 s): triton + a poisoned CUDA context
+    python benchmarks/soak.py --gpu --envs 4 --episodes 25 --max-minutes 2.5 --fault-every 3 --out "$OUT"
+                                                    # H200 (about 3.5 min): triton + a poisoned CUDA context
 
 Faults (--faults, comma-separated; each at random times, on average every --fault-every seconds):
   worker     SIGKILL of a worker process in the middle of an evaluation
