@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from dataclasses import replace
 from pathlib import Path
 
 HELD_OUT = ["L1/8_Sigmoid", "L1/9_Tanh", "L1/12_LeakyReLU", "L1/24_Mean_Dim"]
@@ -73,25 +74,34 @@ def main() -> None:
                                      device=ARGS.device)
     results: dict = {"train": train, "held_out": HELD_OUT, "args": vars(ARGS)}
     with EvalPool(workers=1) as pool:
-        backbone = Backbone(backbone_config)
-        results["before_sft"] = evaluate(backbone, pool, ARGS.tokens)
-        print("before SFT", results["before_sft"], flush=True)
-        sft = SFTConfig(backbone=backbone_config, output_dir=str(out / "sft"), epochs=ARGS.sft_epochs,
-                        lr=ARGS.sft_lr,
-                        batch_size=1, max_length=3072, data=SFTDataConfig(replay_backend=ARGS.backend),
-                        episode=EpisodeConfig(task_ids=train, max_turns=1, eval_options=JUDGE, **SETTING))
-        t0 = time.monotonic()
-        sft_result = run_sft(sft, backbone=backbone, pool=pool)
-        results["sft"] = {"examples": sft_result.examples, "filter": sft_result.filter_report,
-                          "train_loss": sft_result.train_loss, "wall_s": round(time.monotonic() - t0, 1)}
-        results["after_sft"] = evaluate(backbone, pool, ARGS.tokens)
-        print("after SFT", results["after_sft"], flush=True)
-        rl = RLConfig(backbone=BackboneConfig(model=str(sft_result.output_dir), max_prompt_tokens=2048,
+        if ARGS.from_sft:  # RL again from an earlier run's SFT model; its before/after-SFT numbers carry over
+            earlier = json.loads((Path(ARGS.from_sft) / "results.json").read_text())
+            results.update({k: earlier[k] for k in ("before_sft", "sft", "after_sft")})
+            results["sft"]["from"] = ARGS.from_sft
+            sft_dir = Path(ARGS.from_sft) / "sft" / "model"
+            backbone = Backbone(replace(backbone_config, model=str(sft_dir)))
+        else:
+            backbone = Backbone(backbone_config)
+            results["before_sft"] = evaluate(backbone, pool, ARGS.tokens)
+            print("before SFT", results["before_sft"], flush=True)
+            sft = SFTConfig(backbone=backbone_config, output_dir=str(out / "sft"), epochs=ARGS.sft_epochs,
+                            lr=ARGS.sft_lr,
+                            batch_size=1, max_length=3072, data=SFTDataConfig(replay_backend=ARGS.backend),
+                            episode=EpisodeConfig(task_ids=train, max_turns=1, eval_options=JUDGE, **SETTING))
+            t0 = time.monotonic()
+            sft_result = run_sft(sft, backbone=backbone, pool=pool)
+            sft_dir = sft_result.output_dir
+            results["sft"] = {"examples": sft_result.examples, "filter": sft_result.filter_report,
+                              "train_loss": sft_result.train_loss, "wall_s": round(time.monotonic() - t0, 1)}
+            results["after_sft"] = evaluate(backbone, pool, ARGS.tokens)
+            print("after SFT", results["after_sft"], flush=True)
+        rl = RLConfig(backbone=BackboneConfig(model=str(sft_dir), max_prompt_tokens=2048,
                                               threads=ARGS.threads, device=ARGS.device),
                       episode=EpisodeConfig(task_ids=train, max_turns=ARGS.turns, eval_options=JUDGE,
-                                            policy_tokens=ARGS.tokens, gate_runs=2, **SETTING),
-                      output_dir=str(out / "rl"), steps=ARGS.rl_steps, tasks_per_step=2, group_size=2,
-                      lr=ARGS.rl_lr, save_every=ARGS.rl_steps)
+                                            policy_tokens=ARGS.tokens, gate_runs=2,
+                                            temperature=ARGS.temperature, **SETTING),
+                      output_dir=str(out / "rl"), steps=ARGS.rl_steps, tasks_per_step=2,
+                      group_size=ARGS.group, lr=ARGS.rl_lr, save_every=ARGS.rl_steps)
         t0 = time.monotonic()
         rl_result = run_rl(rl, backbone=backbone, pool=pool)
         results["rl"] = {"steps": rl_result.steps_done, "skills_admitted": rl_result.admitted,
@@ -138,6 +148,9 @@ if __name__ == "__main__":
     parser.add_argument("--sft-lr", type=float, default=5e-5)
     parser.add_argument("--rl-steps", type=int, default=3)
     parser.add_argument("--rl-lr", type=float, default=1e-5)
+    parser.add_argument("--group", type=int, default=2, help="RL rollouts per task (the leave-one-out group)")
+    parser.add_argument("--temperature", type=float, default=0.8, help="sampling temperature of RL rollouts")
+    parser.add_argument("--from-sft", default="", help="an earlier run's --out: RL from its SFT model")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--device", default="cpu", help="where the model runs: cpu or cuda")
     parser.add_argument("--backend", default="cpp", help="cpp (CPU judge) or triton (GPU judge, gpu size)")
