@@ -497,10 +497,9 @@ class _Evaluation:
             if len(done.outputs) != record.calls:
                 raise _end(rules.OUTPUTS_UNREADABLE, f"{len(done.outputs)} outputs for {record.calls} calls")
             if self.device == "cpu":
-                outputs = self._outputs_from_frozen(done, fd)
+                outputs, fds = self._outputs_from_frozen(done, fd), [self.readback.fd]
             else:
-                outputs = _refuse_aliased_inputs(done.outputs, inputs_ipc)
-            fds = [self.readback.fd] if self.device == "cpu" else []
+                outputs, fds = _refuse_aliased_inputs(done.outputs, inputs_ipc), []
             self.to_reference(m.Compare(record.number, outputs, self.atol, self.rtol), fds=fds)
             try:
                 answer, _, _ = self.reference.receive(time.monotonic() + self.options.timeout_s + 60)
