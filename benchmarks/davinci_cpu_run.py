@@ -95,8 +95,7 @@ def main() -> None:
                               "train_loss": sft_result.train_loss, "wall_s": round(time.monotonic() - t0, 1)}
             results["after_sft"] = evaluate(backbone, pool, ARGS.tokens)
             print("after SFT", results["after_sft"], flush=True)
-        rl = RLConfig(backbone=BackboneConfig(model=str(sft_dir), max_prompt_tokens=2048,
-                                              threads=ARGS.threads, device=ARGS.device),
+        rl = RLConfig(backbone=replace(backbone_config, model=str(sft_dir)),
                       episode=EpisodeConfig(task_ids=train, max_turns=ARGS.turns, eval_options=JUDGE,
                                             policy_tokens=ARGS.tokens, gate_runs=2,
                                             temperature=ARGS.temperature, **SETTING),
