@@ -73,6 +73,9 @@ def main() -> None:
     backbone_config = BackboneConfig(model=ARGS.model, max_prompt_tokens=2048, threads=ARGS.threads,
                                      device=ARGS.device)
     results: dict = {"train": train, "held_out": HELD_OUT, "args": vars(ARGS)}
+
+    def save() -> None:  # after every phase, so that a run cut by a time limit keeps what it measured
+        (out / "results.json").write_text(json.dumps(results, indent=1))
     with EvalPool(workers=1) as pool:
         if ARGS.from_sft:  # RL again from an earlier run's SFT model; its before/after-SFT numbers carry over
             earlier = json.loads((Path(ARGS.from_sft) / "results.json").read_text())
@@ -84,6 +87,7 @@ def main() -> None:
             backbone = Backbone(backbone_config)
             results["before_sft"] = evaluate(backbone, pool, ARGS.tokens)
             print("before SFT", results["before_sft"], flush=True)
+            save()
             sft = SFTConfig(backbone=backbone_config, output_dir=str(out / "sft"), epochs=ARGS.sft_epochs,
                             lr=ARGS.sft_lr,
                             batch_size=1, max_length=3072, data=SFTDataConfig(replay_backend=ARGS.backend),
@@ -95,6 +99,9 @@ def main() -> None:
                               "train_loss": sft_result.train_loss, "wall_s": round(time.monotonic() - t0, 1)}
             results["after_sft"] = evaluate(backbone, pool, ARGS.tokens)
             print("after SFT", results["after_sft"], flush=True)
+            save()
+        if ARGS.rl_steps == 0:  # SFT only; a later run can start RL from it with --from-sft
+            return
         rl = RLConfig(backbone=replace(backbone_config, model=str(sft_dir)),
                       episode=EpisodeConfig(task_ids=train, max_turns=ARGS.turns, eval_options=JUDGE,
                                             policy_tokens=ARGS.tokens, gate_runs=2,
@@ -107,7 +114,7 @@ def main() -> None:
                          "gate_calls": rl_result.gate_calls, "wall_s": round(time.monotonic() - t0, 1)}
         results["after_rl"] = evaluate(backbone, pool, ARGS.tokens)
         print("after RL", results["after_rl"], flush=True)
-    (out / "results.json").write_text(json.dumps(results, indent=1))
+        save()
     plot(out)
 
 
@@ -145,7 +152,7 @@ if __name__ == "__main__":
     parser.add_argument("--turns", type=int, default=1, help="policy turns per RL episode")
     parser.add_argument("--sft-epochs", type=float, default=3.0)
     parser.add_argument("--sft-lr", type=float, default=5e-5)
-    parser.add_argument("--rl-steps", type=int, default=3)
+    parser.add_argument("--rl-steps", type=int, default=3, help="0: stop after SFT")
     parser.add_argument("--rl-lr", type=float, default=1e-5)
     parser.add_argument("--group", type=int, default=2, help="RL rollouts per task (the leave-one-out group)")
     parser.add_argument("--temperature", type=float, default=0.8, help="sampling temperature of RL rollouts")

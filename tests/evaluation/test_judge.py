@@ -90,7 +90,9 @@ class ModelNew(nn.Module):
         y = torch.empty_like(x)
         threading.Thread(target=lib.relu, args=(x, y, x.numel())).start()
         return y
-''', (Verdict.HACK, Verdict.INCORRECT), {"kernel_not_called", "incorrect", "extra_cores"}),
+''', (Verdict.HACK, Verdict.INCORRECT),
+        # Which check sees the late writes first depends on how the thread is scheduled.
+        {"kernel_not_called", "incorrect", "extra_cores", "outputs_changed"}),
     "half_precision": (KERNEL + '''
 class ModelNew(nn.Module):
     def forward(self, x):
