@@ -424,14 +424,17 @@ class _Evaluation:
         inputs, fd = self._reference_inputs(record.number)
         try:
             if inputs.ipc:  # GPU: the candidate maps the reference's input sets before the clock starts
+                self.candidate.thaw()
                 self.to_candidate(m.RunBatch(record.number, ipc=inputs.ipc, map_only=True))
                 self.receive(m.BatchDone, self.stage, self.options.timeout_s)
             order = ("candidate", "reference") if candidate_first else ("reference", "candidate")
             done = None
             for side in order:
                 if side == "reference":
+                    self._hold_candidate()
                     record.reference_ms = self._run_reference(record.number, inputs, fd)
                 else:
+                    self.candidate.thaw()
                     done = self._run_candidate(record, inputs, fd, profile)
             self._check(record, done, fd, inputs.ipc)
         finally:
@@ -443,6 +446,13 @@ class _Evaluation:
                 except Died:  # the stage that raised says why; a dead process needs no release
                     pass
         return record
+
+    def _hold_candidate(self) -> None:
+        """The candidate is frozen whenever the reference runs. They share cores (and the GPU), so a live
+        candidate, a thread that spins or launches kernels while its own process waits, would slow the
+        reference and look faster. (GPU work it queued before the freeze still runs: see threat-model.md.)"""
+        if not self.candidate.frozen:
+            self.candidate.freeze()
 
     def _reference_inputs(self, number: int) -> tuple[m.Inputs, int | None]:
         try:
@@ -655,6 +665,7 @@ class _Evaluation:
         started = time.monotonic()
         options = self.options
         with _timing_slot(self.device):  # on a GPU, one evaluation at a time measures
+            self._hold_candidate()  # the round trip, taken off both sides' times, is measured undisturbed
             round_trip = self._round_trip_ms()
             per_call = max((self.first_batch.reference_ms - round_trip) / self.first_batch.calls, 1e-4)
             target_ms = options.timing_batch_ms or (25.0 if self.device == "cuda" else 10.0)
