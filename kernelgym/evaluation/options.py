@@ -31,6 +31,7 @@ class EvalOptions:
     threshold: float = 1.0  # a verified speedup needs the interval's low end above this
     implausible_speedup: float = 5.0  # above this the timing is repeated and must reproduce
     reproduce_tolerance: float = 0.10
+    confirm_verified: bool = True  # a speedup about to be verified is timed again and must clear it twice
     max_torch_share: float = 0.3  # ATen compute above this share of the candidate's time is a passthrough
     max_untracked_share: float = 0.5  # CPU: time in neither its kernels nor ATen (another library's code)
     # ... per call, counted only above this much, so Python's overhead is no hack

@@ -677,12 +677,13 @@ class _Evaluation:
                 ref_ms, cand_ms, cpu_s, wall_s = self._rounds(calls, round_trip)
             speedup, low, high = speedup_interval(ref_ms, cand_ms)
             remeasured, reproduced = False, True
-            if speedup > options.implausible_speedup:
+            repeat = second_timing_needed(speedup, low, options)
+            if repeat:
                 with _timed_outputs_checked():
                     ref2, cand2, cpu2, wall2 = self._rounds(calls, round_trip)
-                speedup2, _, _ = speedup_interval(ref2, cand2)
+                speedup2, low2, _ = speedup_interval(ref2, cand2)
                 remeasured = True
-                reproduced = abs(speedup2 - speedup) / speedup <= options.reproduce_tolerance
+                reproduced = second_timing_agrees(repeat, speedup, speedup2, low2, options)
                 ref_ms, cand_ms, cpu_s, wall_s = ref_ms + ref2, cand_ms + cand2, cpu_s + cpu2, wall_s + wall2
                 speedup, low, high = speedup_interval(ref_ms, cand_ms)
         timing = TimingResult(
@@ -699,10 +700,10 @@ class _Evaluation:
         self.result.timing = timing
         self.result.stage_s["timing"] = round(time.monotonic() - started, 3)
         if not reproduced:  # noise, not evidence: the speedup is simply not verified
-            self.result.reasons.append(reason(rules.NOT_REPRODUCED, "an implausible speedup did not "
-                                                                    "reproduce within "
-                                                                    f"{options.reproduce_tolerance:.0%}; "
-                                                                    "both measurements are pooled, "
+            said = (f"an implausible speedup did not reproduce within {options.reproduce_tolerance:.0%}"
+                    if repeat == "implausible" else
+                    f"the speedup's interval cleared {options.threshold:g} in one timing but not in a second")
+            self.result.reasons.append(reason(rules.NOT_REPRODUCED, f"{said}; both measurements are pooled, "
                                                                     "unverified"))
         self._check_cores(timing, cpu_s, wall_s)
 
@@ -901,6 +902,27 @@ def _cores(threads: int, slot: int) -> set[int]:
     available = sorted(os.sched_getaffinity(0))
     start = (slot * threads) % len(available)
     return {available[(start + i) % len(available)] for i in range(min(threads, len(available)))}
+
+
+def second_timing_needed(speedup: float, low: float, options: EvalOptions) -> str | None:
+    """Why a timing must be repeated before it verifies anything, or None.
+
+    'implausible': too fast to believe once. 'confirm': the interval clears the threshold, and a batch
+    bootstrap's interval is narrower than the spread between whole evaluations on a loaded machine (an honest
+    kernel at 0.9x quiet was verified at 1.2x in 2 of 12 evaluations beside other work), so a claim must hold
+    in an independent second timing."""
+    if speedup > options.implausible_speedup:
+        return "implausible"
+    if options.confirm_verified and low > options.threshold:
+        return "confirm"
+    return None
+
+
+def second_timing_agrees(why: str, speedup: float, speedup2: float, low2: float,
+                         options: EvalOptions) -> bool:
+    if why == "implausible":
+        return abs(speedup2 - speedup) / speedup <= options.reproduce_tolerance
+    return low2 > options.threshold
 
 
 def _device_label(device: str, threads: int) -> str:

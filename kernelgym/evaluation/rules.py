@@ -89,8 +89,8 @@ EXTRA_CORES = _rule("extra_cores", H,
                     "threads or processes that use more cores than the reference gets (A5, A8)",
                     "CPU time of the candidate's whole process tree during its timed batches, read from "
                     "/proc by the trusted side")
-NOT_REPRODUCED = _rule("not_reproduced", Verdict.OK, "(informational) an implausible speedup that does not "
-                       "reproduce is not verified", "a second timing of both sides")
+NOT_REPRODUCED = _rule("not_reproduced", Verdict.OK, "(informational) a speedup that does not hold in a "
+                       "second timing is not verified", "a second timing of both sides")
 # profile ---------------------------------------------------------------------------------------------------
 TORCH_COMPUTE = _rule("torch_compute", H, "leaving the work to PyTorch (passthrough, partial passthrough)",
                       "a profiled batch: share of time in PyTorch compute (allocation, fill and copy "
