@@ -27,7 +27,7 @@ from typing import Any
 
 from kernelgym.agents import baselines
 from kernelgym.agents.baselines.common import EpisodeRecord, episode_key
-from kernelgym.agents.eta import eta_warning
+from kernelgym.agents.eta import TimedPolicy, eta_after_first_reply, eta_warning
 from kernelgym.agents.report import episode_judged
 from kernelgym.errors import KernelGymError, did_you_mean
 
@@ -249,6 +249,45 @@ def plan_bench(config: BenchConfig, env_ids: list[str], policy: Any, out: Path, 
     return BenchPlan(env_ids, tasks, chosen, turns, {**env_kwargs, "max_turns": turns})
 
 
+def validate(config: BenchConfig) -> None:
+    """Every argument that can be checked without a model or a worker, checked before any work starts."""
+    import dataclasses
+
+    from kernelgym.evaluation.options import EvalOptions
+
+    module = baselines.get(config.baseline)
+    config_class = getattr(module, baselines.CONFIGS[config.baseline])
+    known = [f.name for f in dataclasses.fields(config_class)]
+    unknown = sorted(set(config.baseline_options) - set(known))
+    if unknown:
+        hint = did_you_mean(unknown[0], known)
+        raise BenchError(f"unknown -o key(s) {unknown} for --baseline {config.baseline} "
+                         f"({config_class.__name__}); known: {', '.join(known)}.{hint}")
+    baselines.make_config(config.baseline, **config.baseline_options)  # the values, as the baseline checks
+    EvalOptions.from_kwargs(**config.eval_options)  # an unknown --eval-option key, named with the known ones
+    if config.seed < 0:
+        raise BenchError(f"--seed must be 0 or more (seeds are numpy's), not {config.seed}")
+    if config.samples < 1 or config.concurrency < 1:
+        raise BenchError("--samples and --concurrency must be at least 1")
+    if config.turns is not None and config.turns < 1:
+        raise BenchError(f"--turns must be at least 1, not {config.turns}")
+
+
+def check_policy(policy: Any, progress: bool, console) -> None:
+    """A policy that talks to an endpoint answers one request first (`check()`), so a dead endpoint is one
+    line now rather than a failure per episode later."""
+    check = getattr(policy, "check", None)
+    if not callable(check):
+        return
+    started = time.monotonic()
+    warning = check()
+    if progress:
+        seconds = time.monotonic() - started
+        _print(console, f"endpoint {getattr(policy, 'url', '')} answered in {seconds:.1f} s")
+        if warning:
+            _print(console, f"[yellow]warning:[/yellow] {warning}")
+
+
 def _record_run(out: Path, config: BenchConfig, plan: BenchPlan, policy: Any, command: str | None) -> None:
     """Write run.json, after checking that a run already in `out` is the same run."""
     run_info = {**{k: v for k, v in asdict(config).items() if k != "out"}, "turns": plan.turns,
@@ -276,12 +315,13 @@ class EpisodeRunner:
     """
 
     def __init__(self, config: BenchConfig, plan: BenchPlan, policy: Any, results: ResultsFile, out: Path,
-                 on_episode: Callable[[dict[str, Any]], None] | None = None):
+                 on_episode: Callable[[dict[str, Any]], None] | None = None, console: Any = False):
         self.config, self.plan, self.policy = config, plan, policy
         self.module = baselines.get(config.baseline)
         self.baseline_config = baselines.make_config(config.baseline, **config.baseline_options)
         self.results, self.errors_path, self.on_episode = results, out / "errors.jsonl", on_episode
         self.errors: list[dict[str, Any]] = []
+        self.console = console  # False: quiet; else each new kind of error is printed as it happens
         self._local = threading.local()
         self._lock = threading.Lock()
         self._made: list[Any] = []
@@ -321,9 +361,12 @@ class EpisodeRunner:
                  "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc(limit=8),
                  "time": time.time()}
         with self._lock:
+            new_kind = type(exc).__name__ not in {e["error"].split(":")[0] for e in self.errors}
             self.errors.append(entry)
             with open(self.errors_path, "a", encoding="utf-8") as f:
                 f.write(json.dumps(entry) + "\n")
+        if new_kind and self.console is not False:
+            _print(self.console, f"[red]episode {task_id} #{sample} failed:[/red] {entry['error'][:400]}")
 
     def close(self) -> None:
         for env in self._made:
@@ -347,7 +390,7 @@ def _report(config: BenchConfig, plan: BenchPlan, out: Path, runner: EpisodeRunn
         print_table(summary, console)
         if runner.errors:
             _print(console, f"{len(runner.errors)} episode(s) failed (see {runner.errors_path}); "
-                            "rerun to retry them")
+                            f"rerun to retry them. The first: {runner.errors[0]['error'][:400]}")
         _print(console, f"report: {files['report']}")
     return records, summary, files
 
@@ -360,15 +403,19 @@ def run_bench(config: BenchConfig, *, policy: Any = None, progress: bool = True,
     from kernelgym.agents.policies import make_policy
     from kernelgym.distributed.evaluator import make_evaluator
 
-    # A typo in the baseline or its options fails here, before a model loads.
-    baselines.make_config(config.baseline, **config.baseline_options)
-    if config.samples < 1 or config.concurrency < 1:
-        raise BenchError("--samples and --concurrency must be at least 1")
+    # A typo in the arguments fails here, before a model loads or a worker starts.
+    validate(config)
     env_ids = expand_env_ids(config.env)
     out = Path(config.out) if config.out else default_out(config)
-    out.mkdir(parents=True, exist_ok=True)
     own_policy = policy is None
     policy = policy if policy is not None else make_policy(config.policy)
+    try:
+        check_policy(policy, progress, console)
+    except BaseException:
+        if own_policy and hasattr(policy, "close"):
+            policy.close()
+        raise
+    out.mkdir(parents=True, exist_ok=True)
     local = config.evaluator.strip() == "local"
     pool = make_evaluator(config.evaluator, config.eval_workers or (config.concurrency if local else None))
     try:
@@ -379,7 +426,14 @@ def run_bench(config: BenchConfig, *, policy: Any = None, progress: bool = True,
             _print(console, f"[yellow]warning:[/yellow] {w}")
         results = ResultsFile(out / "results.jsonl")
         todo, skipped = pending_episodes(results, plan.chosen, config.samples, stop_after)
-        runner = EpisodeRunner(config, plan, policy, results, out, on_episode)
+        replies = len(todo) * plan.turns
+
+        def first_reply(seconds: float) -> None:
+            if progress:
+                _print(console, eta_after_first_reply(seconds, replies, config.concurrency))
+
+        runner = EpisodeRunner(config, plan, TimedPolicy(policy, first_reply), results, out, on_episode,
+                               console=console if progress else False)
         try:
             ran = _execute(todo, runner.run, config.concurrency, progress, console, skipped)
         finally:

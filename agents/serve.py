@@ -4,9 +4,11 @@
     kernelgym bench --policy openai:smollm2@http://127.0.0.1:8000/v1 ...
 
 Serves POST /v1/chat/completions (messages, max_tokens / max_completion_tokens, temperature, top_p, seed,
-n, stream), GET /v1/models and GET /health. Requests are handled on threads; generation is serialized by
-the model's lock. Meant for tests, demos and a single user on one machine, not as a production server:
-it listens on 127.0.0.1 unless told otherwise, and with --api-key-env requires that key as a Bearer token.
+n, stream, stop), GET /v1/models and GET /health. A model's generation also ends at its reply's first
+closed ```python block (SamplingConfig.stop_at_code_end). Requests are handled on threads; generation is
+serialized by the model's lock. Meant for tests, demos and a single user on one machine, not as a production
+server: it listens on 127.0.0.1 unless told otherwise, and with --api-key-env requires that key as a Bearer
+token.
 `fail_first=N` answers the first N completions with 503, to exercise clients' retries.
 """
 
@@ -99,8 +101,10 @@ class ChatServer(ThreadingHTTPServer):
 
     def _generate(self, conversations, body, max_tokens) -> list[dict[str, Any]]:
         model = self.model
+        stop = body.get("stop") or ()
+        stop = (stop,) if isinstance(stop, str) else tuple(str(s) for s in stop)
         if hasattr(model, "generate") and hasattr(model, "sampling"):
-            changes: dict[str, Any] = {}
+            changes: dict[str, Any] = {"stop": stop}
             if max_tokens:
                 changes["max_new_tokens"] = min(int(max_tokens), self.max_tokens_limit)
             for key in ("temperature", "top_p", "seed"):
@@ -108,9 +112,10 @@ class ChatServer(ThreadingHTTPServer):
                     changes[key] = body[key]
             sampling = model.sampling.replace(**changes)
             return [vars(g) for g in model.generate(conversations, sampling)]
-        texts = [model.act({"messages": c}, {}) for c in conversations]
-        return [{"text": str(t), "prompt_tokens": 0, "completion_tokens": 0,
-                 "finish_reason": "stop"} for t in texts]
+        texts = [str(model.act({"messages": c}, {})) for c in conversations]
+        cut = [min([t.index(s) for s in stop if s and s in t], default=len(t)) for t in texts]
+        return [{"text": t[:c], "prompt_tokens": 0, "completion_tokens": 0,
+                 "finish_reason": "stop"} for t, c in zip(texts, cut, strict=True)]
 
 
 def _error(kind: str, message: str) -> dict[str, Any]:

@@ -11,7 +11,8 @@ Specs (options after `?` as `key=value&key=value`, e.g. `smollm2?temperature=0&m
   parent it is shown (block/tile constants, unroll, OpenMP schedule, Triton block sizes; see mutate.py)
 - `davinci:CHECKPOINT` — a trained daVinci backbone (selection and policy roles; use `--baseline davinci`)
 - `openai:MODEL@BASE_URL` — an OpenAI-compatible endpoint (OpenAIConfig fields as options, e.g.
-  `api_key_env=MY_KEY&concurrency=8`); without `@BASE_URL`, $OPENAI_BASE_URL or the OpenAI API
+  `api_key_env=MY_KEY&concurrency=8`); without `@BASE_URL`, $OPENAI_BASE_URL, else the OpenAI API (which
+  needs $OPENAI_API_KEY: without it the spec is refused)
 """
 
 from __future__ import annotations
@@ -100,7 +101,7 @@ def make_policy(spec: str) -> Policy:
         if not model:
             raise ConfigError("openai: needs a model, e.g. "
                               "openai:Qwen/Qwen2.5-Coder-7B-Instruct@http://127.0.0.1:8000/v1")
-        return OpenAIPolicy(OpenAIConfig(model=model, base_url=base_url or None, **options))
+        return OpenAIPolicy(OpenAIConfig.from_options(model=model, base_url=base_url or None, **options))
     raise ConfigError(f"unknown policy spec {spec!r}; use replay:..., scripted:..., smollm2, hf:..., "
                       f"tiny:..., davinci:..., mutate:BACKEND or openai:MODEL@URL."
                       f"{did_you_mean(kind, KINDS)}")

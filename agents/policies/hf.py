@@ -39,6 +39,10 @@ class SamplingConfig:
     repetition_penalty: float | None = None
     seed: int | None = None  # seeds torch before each batch (reproducible sampling)
     max_prompt_tokens: int | None = None  # default: the model's context length minus max_new_tokens
+    # Stop once a reply holds a complete ```python block: small models otherwise write on (more prose, more
+    # blocks) until max_new_tokens, and only the last block counts anyway.
+    stop_at_code_end: bool = True
+    stop: tuple[str, ...] = ()  # stop strings (the OpenAI API's `stop`): the reply ends before the first
 
     def replace(self, **changes: Any) -> SamplingConfig:
         known = {f.name for f in dataclasses.fields(self)}
@@ -46,6 +50,9 @@ class SamplingConfig:
         if unknown:
             hint = did_you_mean(min(unknown), known)
             raise ConfigError(f"unknown sampling option(s) {sorted(unknown)}; known: {sorted(known)}.{hint}")
+        stop = changes.get("stop")
+        if isinstance(stop, str | list):
+            changes["stop"] = (stop,) if isinstance(stop, str) else tuple(stop)
         return dataclasses.replace(self, **{k: v for k, v in changes.items() if v is not None})
 
     def generate_kwargs(self) -> dict[str, Any]:
@@ -160,14 +167,19 @@ class HFPolicy(BasePolicy):
                 input_ids = torch.tensor([[pad] * (width - len(p)) + p for p in chunk], device=self.device)
                 mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in chunk],
                                     device=self.device)
+                criteria = _stopping(self.tokenizer, width, sampling, len(chunk))
+                extra = {"stopping_criteria": [criteria]} if criteria is not None else {}
                 out = self.model.generate(input_ids=input_ids, attention_mask=mask, pad_token_id=pad,
-                                          eos_token_id=eos, **sampling.generate_kwargs())
-                for row, prompt in zip(out[:, width:].tolist(), chunk, strict=True):
-                    stopped = eos in row
-                    tokens = row[: row.index(eos)] if stopped else row
+                                          eos_token_id=eos, **sampling.generate_kwargs(), **extra)
+                for i, (row, prompt) in enumerate(zip(out[:, width:].tolist(), chunk, strict=True)):
+                    ended = criteria.ended_at[i] if criteria is not None else None
+                    stopped = eos in row and (ended is None or row.index(eos) < ended)
+                    tokens = row[: row.index(eos)] if stopped else row[:ended]
                     text = self.tokenizer.decode(tokens, skip_special_tokens=True)
+                    if ended is not None and not stopped:
+                        text = _cut_at_stop(text, sampling.stop)
                     results.append(Generation(text, len(prompt), len(tokens) + stopped,
-                                              "stop" if stopped else "length"))
+                                              "stop" if stopped or ended is not None else "length"))
         return results
 
     # the Policy protocol ------------------------------------------------------------------------------------
@@ -183,6 +195,53 @@ class HFPolicy(BasePolicy):
 
     def close(self) -> None:
         self.model = None
+
+
+def reply_is_finished(text: str, stop: Sequence[str] = (), code_end: bool = True) -> bool:
+    """True once `text` holds a stop string, or (code_end) a closed, non-empty Python code block."""
+    if any(s and s in text for s in stop):
+        return True
+    if not code_end or "```" not in text and "~~~" not in text:
+        return False
+    from kernelgym.envs.parsing import PYTHON_TAGS, code_blocks
+
+    return any(b.closed and b.language in PYTHON_TAGS and b.code.strip() for b in code_blocks(text)[0])
+
+
+def _cut_at_stop(text: str, stop: Sequence[str]) -> str:
+    cuts = [text.index(s) for s in stop if s and s in text]
+    return text[: min(cuts)] if cuts else text
+
+
+def _stopping(tokenizer: Any, width: int, sampling: SamplingConfig, rows: int):
+    """A transformers StoppingCriteria ending each row at `reply_is_finished`; None when nothing stops early.
+
+    `ended_at[i]` is the number of new tokens row i had when it was stopped (None: it was not).
+    """
+    if not sampling.stop_at_code_end and not sampling.stop:
+        return None
+    import torch
+    from transformers import StoppingCriteria
+
+    class _ReplyEnd(StoppingCriteria):
+        def __init__(self):
+            self.ended_at: list[int | None] = [None] * rows
+            self.marks = ("`", "~", *(s[-1] for s in sampling.stop if s))
+
+        def __call__(self, input_ids, scores, **kwargs):
+            done = []
+            for i, row in enumerate(input_ids[:, width:].tolist()):
+                if self.ended_at[i] is None and row:
+                    tail = tokenizer.decode(row[-3:], skip_special_tokens=True)
+                    # A closing fence ends a line: check when the tail has the fence and its newline.
+                    if any(m in tail for m in self.marks) and reply_is_finished(
+                            tokenizer.decode(row, skip_special_tokens=True), sampling.stop,
+                            sampling.stop_at_code_end):
+                        self.ended_at[i] = len(row)
+                done.append(self.ended_at[i] is not None)
+            return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
+
+    return _ReplyEnd()
 
 
 # SmolLM2, the offline default ------------------------------------------------------------------------------
