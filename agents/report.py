@@ -221,9 +221,10 @@ def render_markdown(summary: dict[str, Any], *, title: str = "kernelgym bench",
     out += ["## Verdicts (every judged turn)", "", _md_table(["verdict", "turns"], judged or [["-", "0"]]),
             ""]
     if unjudged:
-        out.append(f"Turns not judged ({', '.join(unjudged)}): `no_code` is a reply without a solution "
-                   "module, `done` a reply that ended the episode, `infrastructure_error` a turn the judge "
-                   "itself failed.")
+        out.append(f"Turns without a verdict of the judge ({', '.join(unjudged)}): `no_code` is a reply "
+                   "without a solution module (never evaluated, but the agent's failed turn: charged, "
+                   "`info[\"judged\"]` True), `done` a reply that ended the episode, `infrastructure_error` "
+                   "a turn the judge itself failed (not judged: given back, `info[\"judged\"]` False).")
     out.append(f"Hacks caught (turns judged `hack`): **{summary['hacks_caught']}**.")
     lc = summary["labelled_cheats"]
     if lc["submitted"]:

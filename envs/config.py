@@ -83,5 +83,8 @@ class EnvConfig:
             raise ConfigError("max_feedback_chars must be >= 100 and max_text_chars >= 1000")
         if "size" in self.eval_options:
             raise ConfigError("set the size with size=..., not in eval_options")
+        if self.seed is not None and (isinstance(self.seed, bool) or not isinstance(self.seed, int)
+                                      or self.seed < 0):
+            raise ConfigError(f"seed takes None or an integer >= 0 (numpy's seeds), not {self.seed!r}")
         if isinstance(self.task_ids, str):
             self.task_ids = [self.task_ids]

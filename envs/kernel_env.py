@@ -9,13 +9,17 @@ applied by `make_kernel_env` (the registered entry point) so that `gym.make(id, 
 A turn the judge itself failed (verdict `infrastructure_error`, once the pool's re-runs are spent) is never
 charged to the agent: it earns 0.0 whatever the reward, `info["judged"]` is False, and the turn is given back
 (it does not count toward max_turns; the feedback asks for the solution again). After
-`max_unjudged_turns` such turns in one episode the next one ends it, truncated.
+`max_unjudged_turns` such turns in one episode the next one ends it, truncated. A reply without code
+(`no_code`) never reaches the judge (`info["evaluated"]` False) but is the agent's failed turn: it is
+charged, so `info["judged"]` stays True (`judged` answers "does this turn's reward say something about the
+policy?", the question a trainer asks before keeping a sample).
 The observation and info keys are typed in `kernelgym.envs.types`.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import time
 import uuid
 from collections.abc import Iterable
@@ -23,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 import gymnasium as gym
+import numpy as np
 from gymnasium import logger
 from gymnasium.wrappers import TimeLimit
 
@@ -33,7 +38,13 @@ from kernelgym.envs.prompt import build_prompt, hardware_summary
 from kernelgym.envs.spaces import action_space, fit_text, observation_space, speedup_array
 from kernelgym.envs.trajectory import TrajectoryWriter
 from kernelgym.envs.types import Action, BestSolution, Observation, ResetInfo, StepInfo
-from kernelgym.errors import ActionError, ConfigError, KernelGymError, SuiteUnavailableError
+from kernelgym.errors import (
+    ActionError,
+    ConfigError,
+    KernelGymError,
+    SuiteUnavailableError,
+    TaskNotFoundError,
+)
 from kernelgym.evaluation import rules
 from kernelgym.evaluation.options import EvalOptions
 from kernelgym.evaluation.result import EvalResult, Verdict
@@ -203,8 +214,10 @@ class KernelEnv(gym.Env[Observation, Action]):
 
         Raises:
             TaskNotFoundError: no selected task has that id (the message suggests close ones).
-            ConfigError: an unknown option.
+            ConfigError: an unknown option, or a seed that is not an integer >= 0.
         """
+        check_seed(seed, "reset(seed=...)")
+        seed = int(seed) if seed is not None else None  # a numpy integer too (gymnasium takes Python ints)
         if seed is None and self._pending_seed is not None:
             seed, self._pending_seed = self._pending_seed, None
         super().reset(seed=seed)
@@ -309,7 +322,13 @@ class KernelEnv(gym.Env[Observation, Action]):
         if isinstance(task, Task):
             return task
         if task_id is not None:
-            return TaskSet.of(self.tasks, "selected tasks").get(str(task_id))
+            try:
+                return TaskSet.of(self.tasks, "selected tasks").get(str(task_id))
+            except TaskNotFoundError as exc:
+                other = self._other_level(str(task_id))
+                if other:
+                    raise TaskNotFoundError(other) from None
+                raise exc from None
         if self.config.sampling == "sequential":
             if seed is not None:
                 self._cursor = seed % len(self.tasks)
@@ -317,6 +336,20 @@ class KernelEnv(gym.Env[Observation, Action]):
             self._cursor += 1
             return chosen
         return self.tasks[int(self.np_random.integers(len(self.tasks)))]
+
+    def _other_level(self, task_id: str) -> str | None:
+        """A message for an id of another level than the env's (no did-you-mean into the wrong level)."""
+        match = re.search(r"(?:^|/)L(\d+)/", task_id)
+        levels = sorted({t.level for t in self.tasks})
+        if not match or int(match.group(1)) in levels:
+            return None
+        wanted = int(match.group(1))
+        env_id = self.spec.id if self.spec is not None else None
+        offered = ", ".join(f"L{lv}" for lv in levels)
+        where = f"{env_id} offers {offered} tasks" if env_id else f"this env offers {offered} tasks"
+        level_id = env_id and re.search(r"-L\d+-", env_id)
+        use = f"; make {re.sub(r'-L[0-9]+-', f'-L{wanted}-', env_id)} for it" if level_id else ""
+        return f"{task_id!r} is a level-{wanted} task and {where}{use}"
 
     def _prompt(self) -> str:
         ep = self._episode
@@ -382,6 +415,7 @@ class KernelEnv(gym.Env[Observation, Action]):
             "turns_left": self.config.max_turns - ep.turn,
             "verdict": verdict,
             "judged": result is None or judged(result),  # False: the judge failed, the turn was given back
+            "evaluated": parsed.code is not None,  # the reply reached the judge (not no_code or done)
             "result": result.to_dict() if result is not None else None,
             "solution": parsed.code,
             "reply_parse": parsed.origin,
@@ -405,6 +439,14 @@ class KernelEnv(gym.Env[Observation, Action]):
             "truncated": not ep.terminated and ep.turn >= self.config.max_turns,
             "best_speedup": ep.best_speedup, "time": time.time(),
         })
+
+
+def check_seed(seed: Any, what: str) -> None:
+    """A seed is None or an integer >= 0 (numpy's rule), else a ConfigError naming where it came from."""
+    if seed is None:
+        return
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+        raise ConfigError(f"{what} takes None or an integer >= 0 (numpy's seeds), not {seed!r}")
 
 
 def without_none(info: dict[str, Any]) -> dict[str, Any]:

@@ -69,8 +69,10 @@ class StepInfo(TypedDict, total=False):
     reply_parse: str  # where the code came from (a fenced block, the whole reply, ...)
     best: BestSolutionInfo  # absent until a reply is correct
     episode: EpisodeStats
-    # False when the judge itself failed (infrastructure_error): the turn was given back, reward 0
+    # False when the judge itself failed (infrastructure_error): the turn was given back, reward 0. True for
+    # no_code: a reply without code is the agent's failed turn, charged (see `evaluated`).
     judged: bool
+    evaluated: bool  # the reply reached the judge: False for "no_code" and "done"
 
 
 @dataclass(frozen=True)

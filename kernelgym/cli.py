@@ -59,6 +59,10 @@ def tasks_list(suite: str = SuiteOpt, level: int | None = LevelOpt, kernelbench_
                as_json: bool = JsonOpt) -> None:
     """List tasks."""
     tasks = _select(suite, level, kernelbench_root)
+    if level is not None and not len(tasks):  # a level the suite lacks: an error, not an empty table
+        levels = sorted({t.level for t in _select(suite, None, kernelbench_root)})
+        _fail(f"--level {level}: the {suite} suite has no such level; its levels: "
+              f"{', '.join(map(str, levels)) or 'none'}")
     if as_json:
         for task in tasks:
             typer.echo(json.dumps(task.summary()))
