@@ -3,6 +3,22 @@
 The role picks the prompt (roles.py) and, with `BackboneConfig.lora`, a LoRA adapter of its own over the
 shared base (peft, one named adapter per role; the base stays frozen). Without LoRA every role trains the
 same weights. transformers, peft and torch load only when a Backbone is built.
+
+Log-probabilities are those of the distribution the tokens were sampled from: `token_logprobs` takes the
+turn's sampling temperature and top_p and applies them to the logits the way generation did (transformers'
+own temperature and top-p warpers), so a REINFORCE update on sampled turns is not biased.
+
+The KL reference is the model RL starts from: `snapshot_reference()` freezes a copy of the current weights
+(with LoRA: a frozen copy of each role's adapter, `ref_<role>`, so the reference is the SFT adapters, not
+the base without them), `load_reference(path)` takes it from a saved backbone (a resumed run).
+
+Memory plan (`BackboneConfig`): fp32 full fine-tuning with Adam needs about 16 bytes a parameter (weights,
+gradients, two moments: 112 GB for 7B) plus activations. `mixed_precision="bf16"` runs forward and backward
+under bf16 autocast while weights, gradients and optimizer state stay fp32 (fp32 master weights);
+`gradient_checkpointing=true` keeps one activation per layer and recomputes the rest; `lora=true` with
+`dtype="bfloat16"` keeps the frozen base in bf16 (2 bytes a parameter: 14 GB for 7B) and trains small fp32
+adapters. For a 7B model on one 141 GB GPU: LoRA + bf16 base + checkpointing (about 20 GB), or full
+fine-tuning with bf16 autocast + checkpointing (about 115 GB).
 """
 
 from __future__ import annotations
@@ -27,6 +43,8 @@ class Generated:
     completion_ids: list[int]
     text: str
     finish_reason: str  # "stop" or "length"
+    temperature: float = 1.0  # what the completion was sampled with (0: greedy)
+    top_p: float = 1.0
 
 
 def resolve_model_path(spec: str) -> str:
@@ -56,7 +74,35 @@ class Backbone:
         self.model = model.to(config.device)
         if config.lora and not _has_role_adapters(self.model):
             self.model = _add_role_adapters(self.model, config)
-        self._reference = None
+        if config.gradient_checkpointing:
+            # Non-reentrant checkpointing needs no input that requires grad (a frozen base with LoRA works).
+            # transformers 5 renamed it "activation checkpointing"; older versions have the first name only.
+            enable = getattr(self.model, "activation_checkpointing_enable", None) or \
+                self.model.gradient_checkpointing_enable
+            enable({"use_reentrant": False})
+        self._reference = None  # full fine-tuning: a frozen copy of the starting model
+        self._has_reference_adapters = False
+
+    def autocast(self):
+        """bf16 autocast when `mixed_precision="bf16"` (the weights stay in their dtype), else nothing."""
+        import torch
+
+        if self.config.mixed_precision == "bf16":
+            device = "cuda" if str(self.config.device).startswith("cuda") else "cpu"
+            return torch.autocast(device_type=device, dtype=torch.bfloat16)
+        return contextlib.nullcontext()
+
+    @property
+    def checkpointing(self) -> bool:
+        """Gradient (activation) checkpointing is on."""
+        for name in ("is_activation_checkpointing", "is_gradient_checkpointing"):  # transformers 5, then 4
+            value = getattr(self.model, name, None)
+            if value is not None:
+                return bool(value)
+        return False
+
+    def context_length(self) -> int | None:
+        return getattr(getattr(self.model, "config", None), "max_position_embeddings", None)
 
     @property
     def lora(self) -> bool:
@@ -73,9 +119,9 @@ class Backbone:
 
     # prompts ---------------------------------------------------------------------------------------------
 
-    def prompt_ids(self, messages: list[dict[str, str]]) -> list[int]:
+    def prompt_ids(self, messages: list[dict[str, str]], budget: int | None = None) -> list[int]:
         """The chat prompt's ids; an over-long prompt loses the middle of its longest message."""
-        budget = self.config.max_prompt_tokens
+        budget = min(budget or self.config.max_prompt_tokens, self.config.max_prompt_tokens)
         messages = [dict(m) for m in messages]
         for _ in range(8):
             ids = _template(self.tokenizer, messages)
@@ -95,63 +141,145 @@ class Backbone:
     def generate(self, role: str, messages: list[dict[str, str]], *, max_new_tokens: int,
                  temperature: float = 0.8, top_p: float = 1.0) -> Generated:
         import torch
+        from transformers import GenerationConfig
 
-        prompt = self.prompt_ids(messages)
-        sampling = ({"do_sample": True, "temperature": temperature, "top_p": top_p, "top_k": 0}
-                    if temperature > 0 else {"do_sample": False})
+        context = self.context_length()
+        prompt = self.prompt_ids(messages, context - max_new_tokens if context and context > max_new_tokens
+                                 else None)
+        # A fresh GenerationConfig: nothing from the checkpoint's defaults (top_k, repetition penalty, ...)
+        # reshapes the distribution beyond the temperature and top_p that token_logprobs applies again.
         eos = self.tokenizer.eos_token_id
-        with self.role(role) as model, torch.no_grad():
+        sampling = GenerationConfig(
+            max_new_tokens=max_new_tokens, pad_token_id=self.tokenizer.pad_token_id, eos_token_id=eos,
+            **({"do_sample": True, "temperature": temperature, "top_p": top_p, "top_k": 0}
+               if temperature > 0 else {"do_sample": False}))
+        with self.role(role) as model, torch.no_grad(), self.autocast():
             was_training = model.training
             model.eval()
             ids = torch.tensor([prompt], device=self.config.device)
             out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids),
-                                 max_new_tokens=max_new_tokens, pad_token_id=self.tokenizer.pad_token_id,
-                                 eos_token_id=eos, **sampling)
+                                 generation_config=sampling)
             model.train(was_training)
         new = out[0, len(prompt):].tolist()
         stopped = eos in new
         if stopped:
             new = new[: new.index(eos) + 1]  # the end token is trained on too: the model learns to stop
         text = self.tokenizer.decode(new, skip_special_tokens=True)
-        return Generated(prompt, new, text, "stop" if stopped else "length")
+        return Generated(prompt, new, text, "stop" if stopped else "length", float(temperature), float(top_p))
 
     # training --------------------------------------------------------------------------------------------
 
     def token_logprobs(self, role: str, prompt_ids: list[int], completion_ids: list[int], *,
-                       reference: bool = False):
-        """Log-probabilities (with grad unless `reference`) of each completion token given the prompt."""
+                       reference: bool = False, temperature: float = 1.0, top_p: float = 1.0):
+        """Log-probabilities (with grad unless `reference`) of each completion token given the prompt, under
+        the distribution it was sampled from: the logits divided by `temperature` (a greedy turn, 0, counts as
+        1) and cut to the `top_p` nucleus, as generation did."""
         import torch
+        from transformers import TemperatureLogitsWarper, TopPLogitsWarper
         from trl.trainer.utils import selective_log_softmax
 
         ids = torch.tensor([prompt_ids + completion_ids], device=self.config.device)
-        with self.role(role) as model:
-            if reference:
-                with torch.no_grad(), self._reference_model() as ref:
-                    logits = ref(input_ids=ids).logits
-            else:
-                logits = model(input_ids=ids).logits
+        if reference:
+            with torch.no_grad(), self._reference_model(role) as ref, self.autocast():
+                logits = ref(input_ids=ids, use_cache=False).logits
+        else:
+            with self.role(role) as model, self.autocast():
+                logits = model(input_ids=ids, use_cache=False).logits
         # The logits at position p predict token p + 1: the completion's tokens are predicted from
         # positions len(prompt) - 1 ... len(ids) - 2.
         start = len(prompt_ids) - 1
         scores = logits[0, start: start + len(completion_ids)].float()
+        if temperature > 0 and temperature != 1.0:
+            scores = TemperatureLogitsWarper(temperature)(ids, scores)
+        if top_p < 1.0:
+            scores = TopPLogitsWarper(top_p)(ids, scores)
         return selective_log_softmax(scores, ids[0, len(prompt_ids):])
 
-    @contextlib.contextmanager
-    def _reference_model(self):
-        """The starting model for the KL term: the base without adapters, else a frozen copy made once."""
+    # the KL reference -------------------------------------------------------------------------------------
+
+    def snapshot_reference(self) -> None:
+        """Freeze the current model as the KL reference (call it where RL starts: the SFT model)."""
         if self.lora:
-            with self.model.disable_adapter():
+            self._add_reference_adapters(copy_from_roles=True)
+            return
+        self._reference = _frozen(copy.deepcopy(self.model))
+
+    def load_reference(self, path: str | os.PathLike) -> None:
+        """The KL reference from a saved backbone (e.g. the SFT model a resumed RL run started from)."""
+        import torch
+
+        path = Path(resolve_model_path(str(path)))
+        meta_file = path / META_FILE
+        meta = json.loads(meta_file.read_text()) if meta_file.is_file() else {}
+        if self.lora:
+            if meta.get("lora"):  # the saved adapters, frozen, next to the trained ones
+                self._drop_reference_adapters()
+                for role in ROLES:
+                    self.model.load_adapter(str(path / "adapters" / role), adapter_name=_ref(role),
+                                            is_trainable=False)
+                self._has_reference_adapters = True
+                self._freeze_reference_adapters()
+            else:  # RL added fresh adapters over that model: the reference is the base, adapters at zero
+                self._add_reference_adapters(copy_from_roles=False)
+            return
+        if meta.get("lora"):
+            raise ConfigError(f"{path} holds LoRA adapters; this backbone trains full weights")
+        from transformers import AutoModelForCausalLM
+
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, self.config.dtype))
+        self._reference = _frozen(model.to(self.config.device))
+
+    def _add_reference_adapters(self, copy_from_roles: bool) -> None:
+        import torch
+
+        self._drop_reference_adapters()
+        for role in ROLES:
+            self.model.add_adapter(_ref(role), copy.deepcopy(self.model.peft_config[role]))
+        params = dict(self.model.named_parameters())
+        for name, param in params.items():
+            for role in ROLES:
+                marker = f".{_ref(role)}."
+                if marker in name:
+                    source = params[name.replace(marker, f".{role}.")]
+                    with torch.no_grad():
+                        if copy_from_roles:
+                            param.copy_(source)
+                        elif ".lora_B." in name:  # a fresh adapter adds nothing: the base alone
+                            param.zero_()
+        self._has_reference_adapters = True
+        self._freeze_reference_adapters()
+
+    def _drop_reference_adapters(self) -> None:
+        if self._has_reference_adapters:
+            for role in ROLES:
+                self.model.delete_adapter(_ref(role))
+            self._has_reference_adapters = False
+
+    def _freeze_reference_adapters(self) -> None:
+        for name, param in self.model.named_parameters():
+            if _is_reference(name):
+                param.requires_grad_(False)
+
+    @contextlib.contextmanager
+    def _reference_model(self, role: str):
+        """The KL reference: the snapshot (taken now if none was); with LoRA, the role's frozen adapter."""
+        if self.lora:
+            if not self._has_reference_adapters:
+                self.snapshot_reference()
+            self.model.set_adapter(_ref(role))
+            try:
                 yield self.model
+            finally:
+                self.model.set_adapter(role)
+                self._freeze_reference_adapters()
             return
         if self._reference is None:
-            self._reference = copy.deepcopy(self.model).eval()
-            for p in self._reference.parameters():
-                p.requires_grad_(False)
+            self.snapshot_reference()
         yield self._reference
 
     def trainable_parameters(self) -> list:
-        if self.lora:  # every role's adapter (peft marks only the active one trainable)
-            params = [p for n, p in self.model.named_parameters() if "lora_" in n]
+        if self.lora:  # every role's adapter (peft marks only the active one trainable), never the reference
+            params = [p for n, p in self.model.named_parameters() if "lora_" in n and not _is_reference(n)]
             for p in params:
                 p.requires_grad_(True)
             return params
@@ -170,6 +298,21 @@ class Backbone:
         self.tokenizer.save_pretrained(folder)
         (folder / META_FILE).write_text(json.dumps(meta, indent=1))
         return folder
+
+
+def _ref(role: str) -> str:
+    return f"ref_{role}"
+
+
+def _is_reference(parameter_name: str) -> bool:
+    return any(f".{_ref(role)}." in parameter_name for role in ROLES)
+
+
+def _frozen(model):
+    model.eval()
+    for p in model.parameters():
+        p.requires_grad_(False)
+    return model
 
 
 def _template(tokenizer, messages) -> list[int]:

@@ -32,7 +32,17 @@ class BackboneConfig:
     lora_rank: int = 8
     lora_alpha: int = 16
     lora_targets: list[str] = field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"])
-    max_prompt_tokens: int = 1536  # longer prompts are cut in the middle of their longest message
+    # Longer prompts are cut in the middle of their longest message. A prompt holds the task, the skills and
+    # the last (reply, feedback) pair, and a whole solution is 1-4.5k tokens: 6144 keeps one. A model whose
+    # context is shorter than prompt + new tokens gets its prompt cut to fit.
+    max_prompt_tokens: int = 6144
+    # Memory plan (agents/davinci/backbone.py): a 7B model does not fit in fp32 full fine-tuning with Adam.
+    # mixed_precision="bf16": the forward and backward run under torch.autocast(bfloat16) while the weights,
+    # gradients and optimizer state stay in `dtype` (fp32 master weights). With lora=true, dtype="bfloat16"
+    # keeps the frozen base in bf16 and only the adapters in fp32. gradient_checkpointing recomputes the
+    # activations in the backward pass instead of keeping them (training forwards only).
+    mixed_precision: str = "no"  # "no" or "bf16"
+    gradient_checkpointing: bool = False
 
 
 @dataclass
@@ -51,14 +61,17 @@ class EpisodeConfig:
     use_skills: int = 2  # how many chosen skills go into the policy's prompt
     skills_db: str | None = None  # None: a store in the run's output folder, seeded with the bundled library
     # Skill summary and the gate.
-    summarize: str = "correct"  # "correct": after an episode with a correct solution; "never"
+    # "verified": after an episode whose best solution has a verified speedup above gate_threshold (the only
+    # ones the gate can admit); "correct": after any correct one, but only verified ones go to the gate;
+    # "never". A teacher's summary (SFT data) is recorded whenever the solution is correct.
+    summarize: str = "verified"
     gate_runs: int = 2  # re-evaluations of the solution per gate decision
     gate_threshold: float = 1.0
     # Generation, per role.
     temperature: float = 0.8
     top_p: float = 1.0
     selection_tokens: int = 64
-    policy_tokens: int = 768
+    policy_tokens: int = 4608  # a whole solution with its end token (1.1-4.4k tokens measured)
     summary_tokens: int = 256
     history: int = 1  # earlier (reply, feedback) pairs kept in the policy's chat
 
@@ -66,10 +79,17 @@ class EpisodeConfig:
 @dataclass
 class RoleRewardConfig:
     gamma: float = 0.9  # discount of the policy's per-turn rewards
-    admitted: float = 1.0  # summary: the gate admitted the skill
-    rejected: float = 0.0  # summary: a well-formed skill the gate rejected
-    malformed: float = -0.5  # summary: a reply that does not parse into a skill
-    reuse: float = 0.5  # summary: per later episode (in the same step) that selected the admitted skill
+    # Summary. An admitted skill is credited by its later use: the mean, over later episodes on *other*
+    # tasks that put it into the policy's prompt, of the episode's outcome minus its group's leave-one-out
+    # baseline, times `credit`. Its summary turn waits (across steps) until `credit_uses` such episodes were
+    # seen or `credit_window` steps passed, then trains with that reward. The gate's decision itself depends
+    # on the policy's solution more than on the summary, so `admitted` and `rejected` are 0 by default.
+    credit: float = 1.0
+    credit_uses: int = 4
+    credit_window: int = 5
+    admitted: float = 0.0  # summary: the gate admitted the skill (added to its credit)
+    rejected: float = 0.0  # summary: a well-formed skill the gate rejected (trained at once)
+    malformed: float = -0.5  # summary: a reply that does not parse into a skill (trained at once)
 
 
 @dataclass
@@ -89,7 +109,9 @@ class RLConfig(_TrainingConfig):
     group_size: int = 4  # rollouts per task: the leave-one-out baselines are taken over this group
     lr: float = 1e-5
     max_grad_norm: float = 1.0
-    kl_coef: float = 0.0  # > 0: k3 KL to the starting (SFT) model on the trained tokens
+    # > 0: k3 KL on the trained tokens to the model RL started from (the SFT model: with LoRA, its adapters;
+    # after a resume still the starting model `backbone.model`, not the checkpoint)
+    kl_coef: float = 0.0
     role_weights: dict[str, float] = field(default_factory=lambda: {r: 1.0 for r in ROLES})
     save_every: int = 5
     seed: int = 0
@@ -117,7 +139,9 @@ class SFTConfig(_TrainingConfig):
     max_steps: int = -1
     lr: float = 5e-5
     batch_size: int = 2
-    max_length: int = 2048
+    # Tokens per example (prompt + completion). An example longer than this is dropped, never truncated: a
+    # cut completion loses its end token and teaches the model not to stop.
+    max_length: int = 10752  # max_prompt_tokens + policy_tokens
     save_data: bool = True  # write the filtered examples to output_dir/sft_data.jsonl
     workers: int = 1
 
@@ -185,3 +209,15 @@ def build(cls: type, data: dict[str, Any], where: str = ""):
 
 def to_dict(config: Any) -> dict[str, Any]:
     return dataclasses.asdict(config)
+
+
+def check_training(backbone: BackboneConfig) -> None:
+    """Refuse settings that would train badly: bf16 weights updated in place lose small updates."""
+    if backbone.mixed_precision not in ("no", "bf16"):
+        raise ConfigError(f"backbone.mixed_precision must be 'no' or 'bf16', "
+                          f"not {backbone.mixed_precision!r}")
+    if backbone.dtype in ("bfloat16", "float16") and not backbone.lora:
+        raise ConfigError(
+            f"full fine-tuning with {backbone.dtype} weights has no fp32 master copy (small updates are "
+            "lost); use dtype='float32' with mixed_precision='bf16', or lora=true (the frozen base may be "
+            "bf16)")

@@ -4,6 +4,14 @@ Every model call is recorded as a role-tagged turn with its token ids (what RL t
 stand in for any role (the bundled solution as the policy's reply, BM25's order as the selection, a
 template summary): the SFT data is built by replaying such episodes through the same code and the real
 judge, so the cold start sees exactly the prompts the RL phase will.
+
+A turn the judge failed to judge (info["judged"] False) is recorded with `meta["judged"] = False`; the env
+gives the turn back, so the episode still gets `max_turns` judged turns, and the trainer leaves the failed
+one out. Only a solution with a verified speedup above `gate_threshold` is worth a gate call.
+
+With `defer_gate` (the RL loop), summaries wait in `pending` and `apply_gate()` submits them after the step:
+the library, and the retriever built from it, stay frozen while a group's rollouts run, so the rollouts of
+one task are independent samples.
 """
 
 from __future__ import annotations
@@ -41,15 +49,19 @@ class EpisodeRunner:
     pool: Any = None  # an EvalPool shared by the env and the gate
     admitted: set[str] = field(default_factory=set)  # skills admitted during this run (for reuse credit)
     gate_calls: int = 0
+    defer_gate: bool = False  # True: summaries wait in `pending` until apply_gate() (after the RL step)
+    pending: list[tuple[Trajectory, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         c = self.config
-        if c.summarize not in ("correct", "never"):
-            raise ConfigError(f"episode.summarize must be 'correct' or 'never', not {c.summarize!r}")
+        if c.summarize not in ("verified", "correct", "never"):
+            raise ConfigError(f"episode.summarize must be 'verified', 'correct' or 'never', "
+                              f"not {c.summarize!r}")
         self.env = gym.make(c.env_id, backend=c.backend, size=c.size, max_turns=c.max_turns, reward=c.reward,
                             eval_options=dict(c.eval_options), pool=self.pool,
                             task_ids=c.task_ids)
         self._gate = None
+        self._retriever = None  # built once from the store; rebuilt after the gate wrote to it
 
     def close(self) -> None:
         self.env.close()
@@ -82,8 +94,8 @@ class EpisodeRunner:
             return RoleTurn(role, prompt, completion, teacher_text, teacher=True,
                             meta={"messages": messages})
         out = self._generate(role, messages, max_new_tokens)
-        return RoleTurn(role, out.prompt_ids, out.completion_ids, out.text,
-                        meta={"messages": messages, "finish": out.finish_reason})
+        return RoleTurn(role, out.prompt_ids, out.completion_ids, out.text, temperature=out.temperature,
+                        top_p=out.top_p, meta={"messages": messages, "finish": out.finish_reason})
 
     def _teacher_ids(self, text: str) -> list[int]:
         if self.backbone is None:
@@ -99,7 +111,9 @@ class EpisodeRunner:
             return []
         from kernelgym.skill_store import Retriever, query_for_task
 
-        hits = Retriever.from_store(self.store).search(task, backend=c.backend, k=c.candidates)
+        if self._retriever is None:
+            self._retriever = Retriever.from_store(self.store)
+        hits = self._retriever.search(task, backend=c.backend, k=c.candidates)
         traj.bm25_ids = [h.id for h in hits]
         if not hits:
             return []
@@ -126,13 +140,17 @@ class EpisodeRunner:
         history: list[tuple[str, str]] = []
         info: dict[str, Any] = {}
         replies = list(teacher.policy_replies) if teacher.policy_replies is not None else None
-        for turn_index in range(c.max_turns):
-            if replies is not None and turn_index >= len(replies):
+        index = judged_turns = 0
+        while judged_turns < c.max_turns:  # the env gives back a turn it failed to judge (and cuts a run)
+            if replies is not None and index >= len(replies):
                 break
             messages = roles.policy_messages(obs["prompt"], skills, history[-c.history:] if c.history else [])
-            turn = self._turn("policy", messages, replies[turn_index] if replies is not None else None,
+            turn = self._turn("policy", messages, replies[index] if replies is not None else None,
                               c.policy_tokens)
             obs, reward, terminated, truncated, info = self.env.step(turn.text)
+            index += 1
+            turn.meta["judged"] = info.get("judged", True) is not False
+            judged_turns += turn.meta["judged"]
             turn.env_reward = float(reward)
             turn.meta["verdict"] = info.get("verdict")
             turn.meta["speedup"] = (info.get("result") or {}).get("timing", {}).get("speedup")
@@ -147,10 +165,15 @@ class EpisodeRunner:
             traj.best_speedup = float(best.get("speedup") or 0.0)
             traj.best_verified_speedup = float(best.get("verified_speedup") or 0.0)
 
+    def _verified(self, traj: Trajectory) -> bool:
+        return traj.best_verified_speedup > self.config.gate_threshold
+
     def _summarize(self, task, traj: Trajectory, teacher: Teacher) -> None:
         c = self.config
         if c.summarize == "never" or self.store is None or not traj.best_source:
             return
+        if c.summarize == "verified" and teacher.summary is None and not self._verified(traj):
+            return  # the gate could not admit it: neither a summary nor a gate call
         messages = roles.summary_messages(traj.task_id, traj.category, traj.backend, traj.best_source,
                                           traj.best_verified_speedup or None, traj.selected_ids)
         turn = self._turn("summary", messages, teacher.summary, c.summary_tokens)
@@ -165,16 +188,39 @@ class EpisodeRunner:
         candidate = roles.candidate_from_summary(fields, task_id=traj.task_id, backend=traj.backend,
                                                  size=traj.size, source=traj.best_source)
         traj.candidate_id = candidate.skill.id
+        if not self._verified(traj):  # correct but no verified speedup: the gate would reject it
+            traj.summary_status, traj.gate_reason = "unverified", "no verified speedup: not submitted"
+            return
+        if self.defer_gate:
+            traj.summary_status = "pending"
+            self.pending.append((traj, candidate))
+            return
+        self._submit(traj, candidate)
+
+    def apply_gate(self) -> list[Trajectory]:
+        """Submit the deferred summaries (after a step); returns their trajectories, statuses set."""
+        done = []
+        while self.pending:
+            traj, candidate = self.pending.pop(0)
+            self._submit(traj, candidate)
+            done.append(traj)
+        return done
+
+    def _submit(self, traj: Trajectory, candidate) -> None:
         try:
             self.gate_calls += 1
             decision = self.gate.submit(self.store, candidate)
         except KernelGymError as exc:  # e.g. the id is taken by a seed skill: data, not a crash
             traj.summary_status, traj.gate_reason = "error", str(exc)[:300]
             return
-        traj.summary_status = "admitted" if decision.admitted else "rejected"
         traj.gate_reason = decision.reason
+        if getattr(decision, "not_judged", False):  # the judge failed: nothing decided, nothing to train
+            traj.summary_status = "not_judged"
+            return
+        traj.summary_status = "admitted" if decision.admitted else "rejected"
         if decision.admitted:
             self.admitted.add(candidate.skill.id)
+            self._retriever = None  # the library changed: the next retrieval sees it
 
     @property
     def gate(self):

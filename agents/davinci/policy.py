@@ -16,9 +16,9 @@ from kernelgym.agents.policy import BasePolicy, to_messages
 
 
 class DavinciPolicy(BasePolicy):
-    def __init__(self, checkpoint: str, *, max_new_tokens: int = 768, selection_tokens: int = 64,
+    def __init__(self, checkpoint: str, *, max_new_tokens: int = 4608, selection_tokens: int = 64,
                  temperature: float = 0.2, top_p: float = 1.0, device: str = "cpu",
-                 threads: int | None = None, max_prompt_tokens: int = 1536):
+                 threads: int | None = None, max_prompt_tokens: int = 6144):
         from kernelgym.agents.davinci.backbone import Backbone
 
         self.name = f"davinci:{checkpoint}"

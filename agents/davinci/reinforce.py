@@ -8,9 +8,11 @@ each span. So the loss is this small loop over the HF model; TRL still supplies 
 (`selective_log_softmax`) and the SFT phase (sft.py).
 
 Loss of a role = mean over that role's turns of -(advantage x mean log-prob of the turn's completion
-tokens) (+ kl_coef x the k3 estimate of KL to the starting model on the same tokens). Prompt tokens (the
-task, skills, feedback, other roles' text) are context only. Each turn is backpropagated on its own, so a
-batch never holds more than one turn's graph.
+tokens) (+ kl_coef x the k3 estimate of KL to the starting model on the same tokens). The log-probs are
+taken under the turn's own sampling temperature and top_p (those of the distribution it was drawn from).
+Prompt tokens (the task, skills, feedback, other roles' text) are context only. Masked turns (the judge
+failed, or a summary still waiting for its credit) are not trained. Each turn is backpropagated on its
+own, so a batch never holds more than one turn's graph.
 """
 
 from __future__ import annotations
@@ -33,17 +35,21 @@ class StepStats:
     mean_abs_advantage: dict[str, float] = field(default_factory=dict)
 
 
-def trainable_turns(trajectories: Sequence[Trajectory], role: str) -> list[RoleTurn]:
-    return [t for traj in trajectories for t in traj.role_turns(role) if t.completion_ids and not t.teacher]
+def trainable_turns(trajectories: Sequence[Trajectory], role: str,
+                    extra: Sequence[RoleTurn] = ()) -> list[RoleTurn]:
+    turns = [t for traj in trajectories for t in traj.role_turns(role)] + [t for t in extra if t.role == role]
+    return [t for t in turns if t.completion_ids and not t.teacher and not t.masked]
 
 
 def turn_loss(backbone, turn: RoleTurn, kl_coef: float = 0.0):
     """(loss, kl) of one turn: only its completion tokens carry gradient."""
-    logprobs = backbone.token_logprobs(turn.role, turn.prompt_ids, turn.completion_ids)
+    sampling = {"temperature": turn.temperature, "top_p": turn.top_p}
+    logprobs = backbone.token_logprobs(turn.role, turn.prompt_ids, turn.completion_ids, **sampling)
     loss = -(turn.advantage * logprobs).mean()
     kl = logprobs.new_zeros(())
     if kl_coef > 0:
-        ref = backbone.token_logprobs(turn.role, turn.prompt_ids, turn.completion_ids, reference=True)
+        ref = backbone.token_logprobs(turn.role, turn.prompt_ids, turn.completion_ids, reference=True,
+                                      **sampling)
         diff = ref - logprobs
         kl = (diff.exp() - diff - 1).mean()  # k3: unbiased, always >= 0
         loss = loss + kl_coef * kl
@@ -51,13 +57,14 @@ def turn_loss(backbone, turn: RoleTurn, kl_coef: float = 0.0):
 
 
 def accumulate(backbone, trajectories: Sequence[Trajectory], *, role_weights: dict[str, float] | None = None,
-               kl_coef: float = 0.0) -> StepStats:
-    """Backpropagate the step's loss into the parameters' .grad; returns what was trained."""
+               kl_coef: float = 0.0, extra: Sequence[RoleTurn] = ()) -> StepStats:
+    """Backpropagate the step's loss into the parameters' .grad; returns what was trained. `extra`: turns of
+    earlier steps whose reward became known now (summaries credited by later use)."""
     weights = role_weights or {}
     stats = StepStats()
     kl_sum, kl_count = 0.0, 0
     for role in ROLES:
-        turns = trainable_turns(trajectories, role)
+        turns = trainable_turns(trajectories, role, extra)
         stats.turns[role] = len(turns)
         stats.tokens[role] = sum(len(t.completion_ids) for t in turns)
         if turns:
@@ -76,12 +83,13 @@ def accumulate(backbone, trajectories: Sequence[Trajectory], *, role_weights: di
 
 
 def reinforce_step(backbone, optimizer, trajectories: Sequence[Trajectory], *, max_grad_norm: float = 1.0,
-                   role_weights: dict[str, float] | None = None, kl_coef: float = 0.0) -> StepStats:
+                   role_weights: dict[str, float] | None = None, kl_coef: float = 0.0,
+                   extra: Sequence[RoleTurn] = ()) -> StepStats:
     import torch
 
     backbone.model.train()
     optimizer.zero_grad(set_to_none=True)
-    stats = accumulate(backbone, trajectories, role_weights=role_weights, kl_coef=kl_coef)
+    stats = accumulate(backbone, trajectories, role_weights=role_weights, kl_coef=kl_coef, extra=extra)
     params = [p for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
     if params:
         stats.grad_norm = float(torch.nn.utils.clip_grad_norm_(params, max_grad_norm))

@@ -1,6 +1,11 @@
 """The RL phase: each step plays `group_size` episodes on each of `tasks_per_step` tasks, assigns per-role
 rewards and leave-one-out advantages, and takes one REINFORCE step.
 
+The skill library is frozen while a step's rollouts run: summaries go to the gate after them, and what it
+admits is retrieved from the next step on. An admitted skill's summary turn is trained when its later use
+on other tasks has been seen (rewards.SkillCredit; pending credits are saved in the checkpoint). With
+`kl_coef` > 0 the KL reference is the model the run started from (`backbone.model`), also after a resume.
+
 Written to `output_dir`: `trajectories.jsonl` (one role-tagged episode per line, with rewards and
 advantages), `skills_admitted.jsonl` (every skill the gate admitted, with its step), `metrics.jsonl`,
 TensorBoard scalars under `tensorboard/`, the skill store `skills.sqlite` (the library grows during
@@ -17,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelgym.agents.davinci import rewards
-from kernelgym.agents.davinci.config import ROLES, RLConfig, to_dict
+from kernelgym.agents.davinci.config import ROLES, RLConfig, check_training, to_dict
 from kernelgym.agents.davinci.reinforce import StepStats, make_optimizer, reinforce_step
 from kernelgym.agents.davinci.sft import _pool
 from kernelgym.agents.davinci.trajectory import Trajectory
@@ -43,7 +48,7 @@ def latest_checkpoint(folder: Path) -> tuple[int, Path] | None:
 def episode_metrics(groups: list[list[Trajectory]]) -> dict[str, float]:
     """compile/correct rates over policy turns, fast_1 over episodes (best verified speedup > 1)."""
     trajs = [t for g in groups for t in g]
-    verdicts = [v for t in trajs for v in t.verdicts]
+    verdicts = [v for t in trajs for v in t.verdicts if v != "infrastructure_error"]  # judged turns only
     n = max(len(verdicts), 1)
     compiled = sum(v not in ("compile_error", "no_code") for v in verdicts)
     return {"compile_rate": compiled / n, "correct_rate": sum(v == "ok" for v in verdicts) / n,
@@ -58,6 +63,7 @@ def run_rl(config: RLConfig, *, backbone=None, pool=None, tensorboard: bool = Tr
     from kernelgym.agents.davinci.episode import EpisodeRunner
     from kernelgym.skill_store import SkillStore
 
+    check_training(config.backbone)
     out = Path(config.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text(json.dumps(to_dict(config), indent=1))
@@ -65,23 +71,31 @@ def run_rl(config: RLConfig, *, backbone=None, pool=None, tensorboard: bool = Tr
     if checkpoint is not None:
         start = checkpoint[0]
         backbone = Backbone(_replace(config.backbone, model=str(checkpoint[1] / "model")))
+        if config.kl_coef > 0:  # the reference is where the run started, not the checkpoint
+            backbone.load_reference(config.backbone.model)
     backbone = backbone or Backbone(config.backbone)
+    if checkpoint is None and config.kl_coef > 0:
+        backbone.snapshot_reference()
     optimizer = make_optimizer(backbone, config.lr)
     if checkpoint is not None:
         optimizer.load_state_dict(torch.load(checkpoint[1] / "optimizer.pt", weights_only=True))
     result = RLResult(out, start)
     writer = _writer(out) if tensorboard else None
+    credit = rewards.SkillCredit(config.rewards)
     with _pool(pool, config.workers) as judge:
         store = SkillStore(config.episode.skills_db or out / "skills.sqlite")
-        runner = EpisodeRunner(config.episode, backbone, store, judge)
+        runner = EpisodeRunner(config.episode, backbone, store, judge, defer_gate=True)
         if checkpoint is not None:
-            runner.admitted |= set(json.loads((checkpoint[1] / "state.json").read_text())["admitted"])
+            state = json.loads((checkpoint[1] / "state.json").read_text())
+            runner.admitted |= set(state["admitted"])
+            credit.load(state.get("credit", {}))
         task_ids = [t.id for t in runner.env.unwrapped.tasks]
         try:
             for step in range(start, config.steps):
-                _one_step(config, step, backbone, optimizer, runner, task_ids, result, writer, out)
+                _one_step(config, step, backbone, optimizer, runner, task_ids, result, writer, out, credit)
                 if (step + 1) % config.save_every == 0 or step + 1 == config.steps:
-                    save_checkpoint(out / f"checkpoint-{step + 1}", backbone, optimizer, runner, step + 1)
+                    save_checkpoint(out / f"checkpoint-{step + 1}", backbone, optimizer, runner, step + 1,
+                                    credit)
         finally:
             runner.close()
             store.close()
@@ -92,21 +106,36 @@ def run_rl(config: RLConfig, *, backbone=None, pool=None, tensorboard: bool = Tr
     return result
 
 
+def play_step(config: RLConfig, runner, chosen: list[str], credit: rewards.SkillCredit, step: int):
+    """One step's rollouts with the library frozen, then the gate, the credit of earlier skills and the
+    rewards; returns (groups, the summary turns of earlier steps to train now)."""
+    groups = [[runner.run(task_id) for _ in range(config.group_size)] for task_id in chosen]
+    gated = runner.apply_gate()  # admissions take effect from the next step on
+    credit.observe(groups)
+    credit.add(step, gated)
+    resolved = credit.resolve(step)
+    now = rewards.assign(groups, config.rewards)
+    rewards.summary_advantages(now + resolved)
+    return groups, resolved
+
+
 def _one_step(config: RLConfig, step: int, backbone, optimizer, runner, task_ids, result: RLResult, writer,
-              out: Path) -> None:
+              out: Path, credit: rewards.SkillCredit) -> None:
     import torch
 
     torch.manual_seed(config.seed * 100_003 + step)
     rng = random.Random(config.seed * 100_003 + step)  # resumable: the step alone picks the tasks
     chosen = rng.sample(task_ids, min(config.tasks_per_step, len(task_ids)))
     before = set(runner.admitted)
-    groups = [[runner.run(task_id) for _ in range(config.group_size)] for task_id in chosen]
-    rewards.assign(groups, config.rewards)
+    groups, resolved = play_step(config, runner, chosen, credit, step)
     stats = reinforce_step(backbone, optimizer, [t for g in groups for t in g],
                            max_grad_norm=config.max_grad_norm, role_weights=config.role_weights,
-                           kl_coef=config.kl_coef)
+                           kl_coef=config.kl_coef, extra=resolved)
+    not_judged = sum(not t.judged for g in groups for traj in g for t in traj.role_turns("policy"))
     metrics = {**episode_metrics(groups), "loss": stats.loss, "grad_norm": stats.grad_norm, "kl": stats.kl,
-               "skills_admitted_total": len(runner.admitted), "gate_calls_total": runner.gate_calls}
+               "skills_admitted_total": len(runner.admitted), "gate_calls_total": runner.gate_calls,
+               "policy/not_judged": not_judged, "summary/credited": len(resolved),
+               "summary/pending_credit": len(credit.pending)}
     for role in ROLES:
         metrics[f"{role}/turns"] = stats.turns.get(role, 0)
         metrics[f"{role}/tokens"] = stats.tokens.get(role, 0)
@@ -128,12 +157,14 @@ def _one_step(config: RLConfig, step: int, backbone, optimizer, runner, task_ids
     result.steps_done, result.last_stats, result.last_groups = step + 1, stats, groups
 
 
-def save_checkpoint(folder: Path, backbone, optimizer, runner, step: int) -> None:
+def save_checkpoint(folder: Path, backbone, optimizer, runner, step: int,
+                    credit: rewards.SkillCredit | None = None) -> None:
     import torch
 
     backbone.save(folder / "model")
     torch.save(optimizer.state_dict(), folder / "optimizer.pt")
-    (folder / "state.json").write_text(json.dumps({"step": step, "admitted": sorted(runner.admitted)}))
+    state = {"step": step, "admitted": sorted(runner.admitted), "credit": credit.to_dict() if credit else {}}
+    (folder / "state.json").write_text(json.dumps(state))
 
 
 def _append(path: Path, record: dict[str, Any]) -> None:
@@ -153,4 +184,4 @@ def _replace(config, **changes):
     return dataclasses.replace(config, **changes)
 
 
-__all__ = ["RLResult", "episode_metrics", "latest_checkpoint", "run_rl", "save_checkpoint"]
+__all__ = ["RLResult", "episode_metrics", "latest_checkpoint", "play_step", "run_rl", "save_checkpoint"]

@@ -209,6 +209,7 @@ class FilterReport:
     near_duplicates: int = 0
     over_task_cap: int = 0
     over_category: int = 0
+    too_long: int = 0  # longer than SFTConfig.max_length (dropped whole, never truncated)
 
     def to_dict(self) -> dict[str, int]:
         return asdict(self)

@@ -17,7 +17,17 @@ class RoleTurn:
     reward: float = 0.0  # the role's reward for this turn (rewards.py)
     advantage: float = 0.0  # reward minus the role's leave-one-out baseline (rewards.py)
     teacher: bool = False  # written by a teacher (replay, template), not sampled from the model
+    temperature: float = 1.0  # the sampling temperature and top_p (the loss takes log-probs under them)
+    top_p: float = 1.0
+    # Why this turn is not trained now ("" = it is): "not_judged" (the judge failed on it), "no_outcome" (no
+    # policy turn of its episode was judged), "pending" (a summary waiting for its skill's later use)
+    masked: str = ""
     meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def judged(self) -> bool:
+        """False for a policy turn the judge failed to judge (infrastructure_error): no reward either way."""
+        return self.meta.get("judged", True) is not False
 
 
 @dataclass
@@ -42,13 +52,22 @@ class Trajectory:
     def role_turns(self, role: str) -> list[RoleTurn]:
         return [t for t in self.turns if t.role == role]
 
+    def judged_policy_turns(self) -> list[RoleTurn]:
+        """The policy turns the judge judged (a failed judge call gives the turn back: it is not one)."""
+        return [t for t in self.role_turns("policy") if t.judged]
+
     @property
     def policy_rewards(self) -> list[float]:
-        return [float(t.env_reward or 0.0) for t in self.role_turns("policy")]
+        return [float(t.env_reward or 0.0) for t in self.judged_policy_turns()]
+
+    @property
+    def judged(self) -> bool:
+        """At least one policy turn was judged: the episode has an outcome."""
+        return bool(self.judged_policy_turns())
 
     @property
     def outcome(self) -> float:
-        """The episode's outcome (the selection role's reward): its best policy turn."""
+        """The episode's outcome (the selection role's reward): its best judged policy turn (0 when none)."""
         rewards = self.policy_rewards
         return max(rewards) if rewards else 0.0
 
