@@ -24,9 +24,14 @@ def test_every_package_is_listed():
     assert not missing, f"add to [tool.setuptools] packages: {sorted(missing)}"
 
 
+# Top-level plugin names for a framework's loader that takes no dotted path; each is kernelgym_<name>.
+PLUGINS = {"kernelgym_verifiers"}
+
+
 def test_no_generic_top_level_names():
     setuptools = _declared()
-    assert all(p == "kernelgym" or p.startswith("kernelgym.") for p in setuptools["packages"])
+    assert all(p == "kernelgym" or p.startswith("kernelgym.") or p in PLUGINS for p in setuptools["packages"])
+    assert all(p.startswith("kernelgym_") and (ROOT / p / "__init__.py").is_file() for p in PLUGINS)
     assert setuptools["package-dir"] == MAPPED
 
 
