@@ -287,7 +287,7 @@ def print_table(summary: dict[str, Any], console=None) -> None:
     console.print(table)
     v = ", ".join(f"{k} {n}" for k, n in summary["verdicts"].items() if k not in NOT_JUDGED)
     skipped = ", ".join(f"{k} {summary['verdicts'][k]}" for k in NOT_JUDGED if summary["verdicts"].get(k))
-    v += f" (not judged: {skipped})" if skipped else ""
+    v += f" (no verdict of the judge: {skipped})" if skipped else ""
     lc = summary["labelled_cheats"]
     cheats = f"; labelled cheats rejected {lc['rejected']}/{lc['submitted']}" if lc["submitted"] else ""
     console.print(f"verdicts: {v or '-'}; hacks caught: {summary['hacks_caught']}{cheats}")

@@ -162,3 +162,11 @@ def test_eta_warning_for_a_model_generating_on_the_cpu():
         name = "openai:m@http://x"
 
     assert eta_warning(Remote(), replies=10_000) is None
+
+
+def test_no_code_is_reported_as_charged_never_as_not_judged():
+    s = summarize([_rec("s/L1/a", 1, "act", False, verdicts=("no_code", "incorrect"))], TASKS[:1])
+    text = render_markdown(s)
+    assert "Turns without a verdict of the judge (no_code: 1)" in text
+    assert "never evaluated, but the agent's failed turn: charged" in text
+    assert "Turns not judged" not in text
