@@ -48,6 +48,9 @@ class BackboneConfig:
 @dataclass
 class EpisodeConfig:
     env_id: str = "KernelGym-L1-v0"
+    # "bundled" (the env id's suite and level), or another suite for every level: "curriculum" (the generated
+    # tasks of kernelgym.tasks.curriculum; its held-out split is never used for SFT or RL), a folder, ...
+    suite: str = "bundled"
     backend: str = "cpp"
     size: str = "cpu"
     max_turns: int = 2  # T policy turns
@@ -90,6 +93,11 @@ class RoleRewardConfig:
     admitted: float = 0.0  # summary: the gate admitted the skill (added to its credit)
     rejected: float = 0.0  # summary: a well-formed skill the gate rejected (trained at once)
     malformed: float = -0.5  # summary: a reply that does not parse into a skill (trained at once)
+    # Shaping (off by default; leave it off for benchmarks): added to the env reward of a judged policy turn
+    # whose code built but failed afterwards (verdict incorrect, runtime_error or timeout), so a group with
+    # no correct rollout still prefers the ones that compile. Keep it below the gap between a failure and a
+    # correct solution (1.1 with the speedup reward) or a compiling failure would pay like a success.
+    compiled_bonus: float = 0.0
 
 
 @dataclass
@@ -115,6 +123,9 @@ class RLConfig(_TrainingConfig):
     role_weights: dict[str, float] = field(default_factory=lambda: {r: 1.0 for r in ROLES})
     save_every: int = 5
     seed: int = 0
+    # "uniform": tasks_per_step tasks drawn at random; "success": kernelgym.tasks.curriculum.SuccessSampler
+    # (easiest difficulty first, the next unlocked by recent success, tasks weighted by p (1 - p))
+    task_sampling: str = "uniform"
     workers: int = 1  # judge workers
     resume: bool = True  # continue from the latest checkpoint in output_dir
 

@@ -57,9 +57,10 @@ class EpisodeRunner:
         if c.summarize not in ("verified", "correct", "never"):
             raise ConfigError(f"episode.summarize must be 'verified', 'correct' or 'never', "
                               f"not {c.summarize!r}")
+        suite = {} if c.suite == "bundled" else {"suite": c.suite, "level": None}
         self.env = gym.make(c.env_id, backend=c.backend, size=c.size, max_turns=c.max_turns, reward=c.reward,
                             eval_options=dict(c.eval_options), pool=self.pool,
-                            task_ids=c.task_ids)
+                            task_ids=c.task_ids, **suite)
         self._gate = None
         self._retriever = None  # built once from the store; rebuilt after the gate wrote to it
 

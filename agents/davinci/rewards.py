@@ -16,6 +16,9 @@ advantage, is masked out of the loss, and is left out of every baseline; an epis
 turn has no outcome, so its selection turn is masked too. A summary whose gate run was not judged likewise.
 
 A role with no other rollout in the group to compare against gets a baseline of 0 (plain REINFORCE).
+
+Shaping (`RoleRewardConfig.compiled_bonus`, 0 by default): a judged policy turn whose code built and then
+failed (incorrect, runtime_error, timeout) gets the bonus added to its env reward before the returns.
 """
 
 from __future__ import annotations
@@ -70,7 +73,7 @@ def assign(groups: Sequence[Sequence[Trajectory]], config: RoleRewardConfig) -> 
     """
     summaries: list[RoleTurn] = []
     for group in groups:
-        _policy(group, config.gamma)
+        _policy(group, config.gamma, config.compiled_bonus)
         outcomes = [t.outcome if t.judged and t.role_turns("selection") else None for t in group]
         for traj, adv in zip(group, leave_one_out(outcomes)):
             for turn in traj.role_turns("selection"):
@@ -96,13 +99,22 @@ def summary_advantages(turns: Sequence[RoleTurn]) -> None:
         turn.advantage, turn.masked = float(adv), ""
 
 
-def _policy(group: Sequence[Trajectory], gamma: float) -> None:
+COMPILED_FAILURES = ("incorrect", "runtime_error", "timeout")  # built, then failed
+
+
+def shaped_rewards(traj: Trajectory, compiled_bonus: float = 0.0) -> list[float]:
+    """The judged policy turns' env rewards, plus the compile bonus where the code built but failed."""
+    return [float(t.env_reward or 0.0) + (compiled_bonus if t.meta.get("verdict") in COMPILED_FAILURES
+                                          else 0.0) for t in traj.judged_policy_turns()]
+
+
+def _policy(group: Sequence[Trajectory], gamma: float, compiled_bonus: float = 0.0) -> None:
     for traj in group:
         for turn in traj.role_turns("policy"):
             if not turn.judged:  # the judge failed: not the candidate's failure, nothing to learn from
                 turn.reward, turn.advantage, turn.masked = 0.0, 0.0, NOT_JUDGED
     judged = [traj.judged_policy_turns() for traj in group]
-    returns = [discounted_returns(traj.policy_rewards, gamma) for traj in group]
+    returns = [discounted_returns(shaped_rewards(traj, compiled_bonus), gamma) for traj in group]
     longest = max((len(r) for r in returns), default=0)
     for index in range(longest):
         column = [r[index] if index < len(r) else None for r in returns]

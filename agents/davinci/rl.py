@@ -89,13 +89,17 @@ def run_rl(config: RLConfig, *, backbone=None, pool=None, tensorboard: bool = Tr
             state = json.loads((checkpoint[1] / "state.json").read_text())
             runner.admitted |= set(state["admitted"])
             credit.load(state.get("credit", {}))
-        task_ids = [t.id for t in runner.env.unwrapped.tasks]
+        task_ids = training_tasks(config, runner.env.unwrapped.tasks)
+        sampler = make_sampler(config, runner.env.unwrapped.tasks, task_ids)
+        if checkpoint is not None and sampler is not None:
+            sampler.load(state.get("sampler", {}))
         try:
             for step in range(start, config.steps):
-                _one_step(config, step, backbone, optimizer, runner, task_ids, result, writer, out, credit)
+                _one_step(config, step, backbone, optimizer, runner, task_ids, result, writer, out, credit,
+                          sampler)
                 if (step + 1) % config.save_every == 0 or step + 1 == config.steps:
                     save_checkpoint(out / f"checkpoint-{step + 1}", backbone, optimizer, runner, step + 1,
-                                    credit)
+                                    credit, sampler)
         finally:
             runner.close()
             store.close()
@@ -104,6 +108,35 @@ def run_rl(config: RLConfig, *, backbone=None, pool=None, tensorboard: bool = Tr
     result.admitted = sorted(runner.admitted)
     result.gate_calls = runner.gate_calls
     return result
+
+
+def training_tasks(config: RLConfig, tasks) -> list[str]:
+    """The env's task ids less the curriculum's held-out split (naming a held-out task is an error)."""
+    from kernelgym.agents.davinci.sft_data import heldout_task_ids
+    from kernelgym.errors import ConfigError
+
+    heldout = heldout_task_ids()
+    named = [t.id for t in tasks if t.id in heldout]
+    if named and config.episode.task_ids:
+        raise ConfigError(f"episode.task_ids names held-out curriculum tasks {named[:3]}: they are never "
+                          "trained on (use kernelgym.tasks.curriculum.train_ids())")
+    return [t.id for t in tasks if t.id not in heldout]
+
+
+def make_sampler(config: RLConfig, tasks, task_ids: list[str]):
+    """None for uniform sampling, else a SuccessSampler over the tasks' difficulty (their metadata)."""
+    from kernelgym.errors import ConfigError
+
+    if config.task_sampling == "uniform":
+        return None
+    if config.task_sampling != "success":
+        raise ConfigError(f"task_sampling must be 'uniform' or 'success', not {config.task_sampling!r}")
+    from kernelgym.tasks.curriculum import SuccessSampler
+    from kernelgym.tasks.task import read_metadata
+
+    wanted = set(task_ids)
+    return SuccessSampler({t.id: int(read_metadata(t.source, t.id).get("difficulty", 1))
+                           for t in tasks if t.id in wanted})
 
 
 def play_step(config: RLConfig, runner, chosen: list[str], credit: rewards.SkillCredit, step: int):
@@ -120,14 +153,22 @@ def play_step(config: RLConfig, runner, chosen: list[str], credit: rewards.Skill
 
 
 def _one_step(config: RLConfig, step: int, backbone, optimizer, runner, task_ids, result: RLResult, writer,
-              out: Path, credit: rewards.SkillCredit) -> None:
+              out: Path, credit: rewards.SkillCredit, sampler=None) -> None:
     import torch
 
     torch.manual_seed(config.seed * 100_003 + step)
-    rng = random.Random(config.seed * 100_003 + step)  # resumable: the step alone picks the tasks
-    chosen = rng.sample(task_ids, min(config.tasks_per_step, len(task_ids)))
+    rng = random.Random(config.seed * 100_003 + step)  # resumable: the step (and saved state) picks the tasks
+    if sampler is None:
+        chosen = rng.sample(task_ids, min(config.tasks_per_step, len(task_ids)))
+    else:
+        chosen = sampler.sample(config.tasks_per_step, rng)
     before = set(runner.admitted)
     groups, resolved = play_step(config, runner, chosen, credit, step)
+    if sampler is not None:  # success: a correct solution in the episode
+        for task_id, group in zip(chosen, groups):
+            for traj in group:
+                if traj.judged:
+                    sampler.update(task_id, "ok" in traj.verdicts)
     stats = reinforce_step(backbone, optimizer, [t for g in groups for t in g],
                            max_grad_norm=config.max_grad_norm, role_weights=config.role_weights,
                            kl_coef=config.kl_coef, extra=resolved)
@@ -158,12 +199,13 @@ def _one_step(config: RLConfig, step: int, backbone, optimizer, runner, task_ids
 
 
 def save_checkpoint(folder: Path, backbone, optimizer, runner, step: int,
-                    credit: rewards.SkillCredit | None = None) -> None:
+                    credit: rewards.SkillCredit | None = None, sampler=None) -> None:
     import torch
 
     backbone.save(folder / "model")
     torch.save(optimizer.state_dict(), folder / "optimizer.pt")
-    state = {"step": step, "admitted": sorted(runner.admitted), "credit": credit.to_dict() if credit else {}}
+    state = {"step": step, "admitted": sorted(runner.admitted), "credit": credit.to_dict() if credit else {},
+             "sampler": sampler.state() if sampler is not None else {}}
     (folder / "state.json").write_text(json.dumps(state))
 
 
@@ -184,4 +226,5 @@ def _replace(config, **changes):
     return dataclasses.replace(config, **changes)
 
 
-__all__ = ["RLResult", "episode_metrics", "latest_checkpoint", "play_step", "run_rl", "save_checkpoint"]
+__all__ = ["RLResult", "episode_metrics", "latest_checkpoint", "make_sampler", "play_step", "run_rl",
+           "save_checkpoint", "training_tasks"]

@@ -43,6 +43,7 @@ def build_examples(config: SFTConfig, runner=None) -> tuple[list[sft_data.Exampl
         examples += sft_data.turn_examples(sft_data._read_jsonl(path), f"bench:{path}")
     for path in config.data.external:
         examples += sft_data.jsonl_examples(path)
+    examples, _ = sft_data.drop_heldout(examples)  # the curriculum's held-out tasks are never trained on
     return sft_data.filter_examples(examples, config.data)
 
 

@@ -60,18 +60,25 @@ def replay_examples(runner, backend: str, task_ids: Sequence[str] | None = None)
     from kernelgym.skill_store.labels import load_labels
     from kernelgym.skill_store.query import query_for_task
     from kernelgym.solutions import examples as bundled_solutions
-    from kernelgym.tasks import resolve_task
 
     labels = {(lab.task_id, lab.backend): lab.relevant for lab in load_labels()}
-    wanted = {resolve_task(t).id for t in task_ids} if task_ids else None
-    in_env = {t.id for t in runner.env.unwrapped.tasks}  # e.g. level 1 only for KernelGym-L1-v0
+    env_tasks = {t.id: t for t in runner.env.unwrapped.tasks}  # e.g. level 1 only for KernelGym-L1-v0
+    wanted = None
+    if task_ids:  # ids as the env takes them: whole, or without the suite ("L1/1_ReLU")
+        wanted = {t for t in env_tasks if any(t == i or t.endswith("/" + i) for i in task_ids)}
+    solutions = [(s.task_id, s.source) for s in bundled_solutions(backend)]
+    if any(t.startswith("curriculum/") for t in env_tasks):  # the generated tasks' train split only
+        from kernelgym.tasks.curriculum import curriculum
+
+        solutions += [(c.id, c.solutions[backend]) for c in curriculum("train") if backend in c.solutions]
+    heldout = heldout_task_ids()
     out: list[Example] = []
-    for solution in bundled_solutions(backend):
-        if solution.task_id not in in_env or (wanted is not None and solution.task_id not in wanted):
+    for task_id, source in solutions:
+        if task_id not in env_tasks or task_id in heldout or (wanted is not None and task_id not in wanted):
             continue
-        task = resolve_task(solution.task_id)
-        summary = roles.teacher_summary(task.name, task.category, query_for_task(task).bound, solution.source)
-        teacher = Teacher(policy_replies=[f"```python\n{solution.source}\n```"],
+        task = env_tasks[task_id]
+        summary = roles.teacher_summary(task.name, task.category, query_for_task(task).bound, source)
+        teacher = Teacher(policy_replies=[f"```python\n{source}\n```"],
                           selection=labels.get((task.id, backend), []), summary=summary, gate=False)
         traj = runner.run(task.id, teacher)
         if "ok" not in traj.verdicts:
@@ -82,6 +89,19 @@ def replay_examples(runner, backend: str, task_ids: Sequence[str] | None = None)
             out.append(Example(turn.role, turn.meta["messages"], turn.text, traj.task_id, traj.category,
                                "replay", {"speedup": turn.meta.get("speedup")}))
     return out
+
+
+def heldout_task_ids() -> set[str]:
+    """The curriculum's held-out tasks: never SFT data, never RL tasks."""
+    from kernelgym.tasks.curriculum import heldout_ids
+
+    return set(heldout_ids())
+
+
+def drop_heldout(examples: Sequence[Example]) -> tuple[list[Example], int]:
+    heldout = heldout_task_ids()
+    kept = [e for e in examples if e.task_id not in heldout]
+    return kept, len(examples) - len(kept)
 
 
 def turn_examples(rows: Iterable[dict[str, Any]], origin: str) -> list[Example]:

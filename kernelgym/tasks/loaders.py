@@ -190,13 +190,19 @@ def _levels(level: int | None) -> tuple[int, ...]:
 
 def load_suite(suite: str = "bundled", *, level: int | None = None,
                kernelbench_root: str | None = None) -> TaskSet:
-    """One entry point for the CLI and the environments: `bundled`, `kernelbench`, `hf`, or a path."""
+    """One entry point for the CLI and the environments: `bundled`, `kernelbench`, `hf`, `curriculum`, or a
+    path."""
     if suite == "bundled":
         return bundled(level)
     if suite == "kernelbench":
         return kernelbench(kernelbench_root, level)
     if suite == "hf":
         return from_hf_dataset(level=level)
+    if suite == "curriculum":  # generated in memory (kernelgym.tasks.curriculum)
+        from kernelgym.tasks.curriculum import curriculum_tasks
+
+        tasks = curriculum_tasks()
+        return tasks if level is None else tasks.filter(lambda t: t.level == level)
     return from_path(suite, level)
 
 
@@ -206,4 +212,6 @@ def resolve_task(ref: str, *, kernelbench_root: str | None = None) -> Task:
         return from_path(ref)[0]
     if ref.startswith("kernelbench/"):
         return kernelbench(kernelbench_root).get(ref)
+    if ref.startswith("curriculum/"):
+        return load_suite("curriculum").get(ref)
     return bundled().get(ref)
