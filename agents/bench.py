@@ -322,6 +322,7 @@ class EpisodeRunner:
         self.results, self.errors_path, self.on_episode = results, out / "errors.jsonl", on_episode
         self.errors: list[dict[str, Any]] = []
         self.console = console  # False: quiet; else each new kind of error is printed as it happens
+        self.stop_reason: str | None = None  # set when the endpoint gave up: no new episode starts
         self._local = threading.local()
         self._lock = threading.Lock()
         self._made: list[Any] = []
@@ -367,6 +368,11 @@ class EpisodeRunner:
                 f.write(json.dumps(entry) + "\n")
         if new_kind and self.console is not False:
             _print(self.console, f"[red]episode {task_id} #{sample} failed:[/red] {entry['error'][:400]}")
+        from kernelgym.agents.policies.openai_compat import EndpointError
+
+        if isinstance(exc, EndpointError) and self.stop_reason is None:
+            # The endpoint failed after its retries: every next episode would wait through the same retries.
+            self.stop_reason = entry["error"]
 
     def close(self) -> None:
         for env in self._made:
@@ -435,7 +441,11 @@ def run_bench(config: BenchConfig, *, policy: Any = None, progress: bool = True,
         runner = EpisodeRunner(config, plan, TimedPolicy(policy, first_reply), results, out, on_episode,
                                console=console if progress else False)
         try:
-            ran = _execute(todo, runner.run, config.concurrency, progress, console, skipped)
+            ran = _execute(todo, runner.run, config.concurrency, progress, console, skipped,
+                           stop=lambda: runner.stop_reason)
+            if runner.stop_reason and progress:
+                _print(console, f"[red]stopped after {ran} of {len(todo)} episode(s):[/red] the endpoint "
+                                f"failed ({runner.stop_reason[:300]}); rerun the same command to continue")
         finally:
             runner.close()
         records, summary, files = _report(config, plan, out, runner, command, progress, console, warnings)
@@ -493,8 +503,9 @@ class BenchProgress:
 
 
 def _execute(todo: list[tuple[str, int]], one: Callable[[str, int], dict[str, Any] | None], concurrency: int,
-             progress: bool, console, skipped: int) -> int:
-    """Run `one(task, sample)` for each item on `concurrency` threads, with a rich progress bar."""
+             progress: bool, console, skipped: int, stop: Callable[[], Any] = lambda: None) -> int:
+    """Run `one(task, sample)` for each item on `concurrency` threads, with a rich progress bar; no new item
+    starts once `stop()` is true."""
     if not todo:
         if progress:
             _print(console, f"nothing to run: all {skipped} episode(s) already finished")
@@ -504,6 +515,8 @@ def _execute(todo: list[tuple[str, int]], one: Callable[[str, int], dict[str, An
     try:
         pending = set()
         for item in todo:  # keep at most `concurrency` in flight, so an interrupt leaves little half-done
+            if stop():
+                break
             pending.add(executor.submit(one, *item))
             if len(pending) >= concurrency:
                 done, pending = wait(pending, return_when=FIRST_COMPLETED)

@@ -134,16 +134,16 @@ def test_eta_is_printed_from_the_first_reply_on_any_policy(tmp_path):
 def test_an_episode_error_is_printed_on_the_console(tmp_path):
     console, buffer = _console()
 
-    def broken(obs, info):
-        raise EndpointError("openai:m@http://x/v1: gave up after 6 attempts: APIConnectionError: refused")
+    def broken(obs, info):  # a policy's own failure (not the endpoint's): the run goes on
+        raise RuntimeError("the tokenizer broke: APIConnectionError-like text")
 
     config = BenchConfig(policy="scripted:broken", tasks="L1/1_ReLU,L1/2_*", out=str(tmp_path / "run"),
                          tensorboard=False)
     outcome = run_bench(config, policy=ScriptedPolicy(broken), console=console)
     assert len(outcome.errors) == 2
     text = buffer.getvalue()
-    assert text.count("failed: EndpointError: openai:m@http://x/v1: gave up") == 1, text  # once per kind
-    assert "The first: EndpointError: openai:m@http://x/v1" in text
+    assert text.count("failed: RuntimeError: the tokenizer broke") == 1, text  # once per kind of error
+    assert "The first: RuntimeError: the tokenizer broke" in text and "stopped after" not in text
 
 
 ANSWER = "Here it is:\n```python\nclass ModelNew:\n    pass\n```\nThis kernel is fast because"
@@ -192,3 +192,17 @@ def test_tiny_model_generation_still_works_with_the_criteria(tiny_policy):
     sampling = SamplingConfig(max_new_tokens=5, seed=0)
     out = tiny_policy.generate([[{"role": "user", "content": "hi"}]], sampling)
     assert out[0].completion_tokens <= 5 and out[0].finish_reason in ("stop", "length")
+
+
+def test_an_endpoint_that_dies_mid_run_stops_the_run(tiny_policy, tmp_path):
+    console, buffer = _console()
+    # The model list answers (the check passes), every completion fails: the endpoint is down for generation.
+    with ChatServer(tiny_policy, model_name="tiny", fail_first=10_000) as server:
+        config = BenchConfig(policy=f"openai:tiny@{server.url}?max_retries=1&backoff_s=0.01",
+                             tasks="L1/1_ReLU,L1/2_*,L1/10_*", out=str(tmp_path / "run"), tensorboard=False)
+        outcome = run_bench(config, console=console)
+        assert server.completions == 2  # one episode's two attempts; the other two episodes never started
+    assert outcome.ran == 1 and len(outcome.errors) == 1 and not outcome.records
+    text = buffer.getvalue()
+    assert "stopped after 1 of 3 episode(s): the endpoint failed (EndpointError: openai:tiny@" in text
+    assert "gave up after 2 attempts" in text
