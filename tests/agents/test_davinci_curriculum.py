@@ -92,3 +92,31 @@ def test_compile_shaping_is_off_by_default_and_an_option():
     assert built.role_turns("policy")[0].advantage == pytest.approx(0.3)
     assert broken.role_turns("policy")[0].advantage == pytest.approx(-0.3)
     assert RoleRewardConfig().compiled_bonus == 0.0
+
+
+@pytest.mark.slow
+def test_rl_steps_on_the_curriculum_resume_with_the_sampler(tmp_path, pool):
+    """Two RL steps of a tiny model on the curriculum with success sampling, then a resumed third."""
+    import json
+
+    from kernelgym.agents.davinci.config import BackboneConfig
+    from kernelgym.agents.davinci.rl import run_rl
+    from kernelgym.agents.tiny import make_tiny_model
+
+    folder = make_tiny_model(tmp_path / "tiny")
+    episode = EpisodeConfig(suite="curriculum", max_turns=1, eval_options=FAST, selection_tokens=4,
+                            policy_tokens=8, summary_tokens=4, skills=False)
+    cfg = RLConfig(backbone=BackboneConfig(model=str(folder), max_prompt_tokens=512, threads=1),
+                   episode=episode, output_dir=str(tmp_path / "rl"), steps=2, tasks_per_step=2, group_size=2,
+                   save_every=1, task_sampling="success")
+    result = run_rl(cfg, pool=pool, tensorboard=False)
+    difficulty = {c.id: c.difficulty for c in curriculum()}
+    played = [g[0].task_id for g in result.last_groups]
+    assert len(played) == 2 and all(difficulty[t] == 1 and t in train_ids() for t in played)
+    state = json.loads((tmp_path / "rl" / "checkpoint-2" / "state.json").read_text())
+    history = state["sampler"]["history"]
+    assert sum(len(v) for v in history.values()) == 8 and set(history) <= set(train_ids())
+    resumed = run_rl(RLConfig(**{**cfg.__dict__, "steps": 3}), pool=pool, tensorboard=False)
+    assert resumed.steps_done == 3
+    state = json.loads((tmp_path / "rl" / "checkpoint-3" / "state.json").read_text())
+    assert sum(len(v) for v in state["sampler"]["history"].values()) == 12  # the history carried over
