@@ -171,3 +171,10 @@ def test_sampler_prefers_tasks_at_the_edge_of_ability():
     again = SuccessSampler({"solved": 1, "edge": 1, "hopeless": 1}, window=8)
     again.load(json.loads(json.dumps(sampler.state())))  # a checkpoint round trip
     assert again.weights() == w
+
+
+def test_command_line_writes_the_folder(tmp_path, capsys):
+    from kernelgym.tasks.curriculum import main
+
+    assert main(["write", str(tmp_path / "cur")]) == 0
+    assert (tmp_path / "cur" / "splits.json").is_file() and str(tmp_path / "cur") in capsys.readouterr().out
