@@ -112,6 +112,7 @@ class KernelGymEnv(vf.Env[KernelGymEnvConfig]):
         rewards: list[float] = []
         verdicts: list[str] = []
         info: dict[str, Any] = {}
+        observation: dict[str, Any] = {"feedback": ""}
         try:
             await asyncio.to_thread(env.reset, options={"task_id": task.data.info["task_id"]})
             async with agents.player.interaction(task) as interaction:
@@ -132,7 +133,7 @@ class KernelGymEnv(vf.Env[KernelGymEnvConfig]):
                 "task_id": task.data.info["task_id"], "verdicts": verdicts, "rewards": rewards,
                 "best_speedup": episode.get("best_speedup", 0.0),
                 "best_verified_speedup": episode.get("best_verified_speedup", 0.0),
-                "episode_id": info.get("episode_id"),
+                "episode_id": info.get("episode_id"), "last_feedback": str(observation["feedback"])[:2000],
             }
         finally:
             env.close()

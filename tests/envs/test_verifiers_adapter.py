@@ -81,7 +81,7 @@ def test_two_episodes_through_vf_eval(tmp_path):
         (trace,) = episode["traces"]
         outcome = trace["info"]["kernelgym"]
         assert outcome["task_id"] == "bundled/L1/1_ReLU"
-        assert outcome["verdicts"] == ["no_code", "ok"]  # the second reply was judged correct
+        assert outcome["verdicts"] == ["no_code", "ok"], outcome["last_feedback"]  # the 2nd reply is correct
         assert outcome["best_speedup"] > 0
         assert trace["rewards"]["kernelgym"]["score"] == max(outcome["rewards"])
     # The judge's feedback on the first reply was the user turn before the second.
