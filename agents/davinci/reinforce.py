@@ -38,7 +38,8 @@ class StepStats:
 def trainable_turns(trajectories: Sequence[Trajectory], role: str,
                     extra: Sequence[RoleTurn] = ()) -> list[RoleTurn]:
     turns = [t for traj in trajectories for t in traj.role_turns(role)] + [t for t in extra if t.role == role]
-    return [t for t in turns if t.completion_ids and not t.teacher and not t.masked]
+    unique = list({id(t): t for t in turns}.values())  # a credited summary may be in this step too
+    return [t for t in unique if t.completion_ids and not t.teacher and not t.masked]
 
 
 def turn_loss(backbone, turn: RoleTurn, kl_coef: float = 0.0):

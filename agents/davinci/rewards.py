@@ -84,9 +84,10 @@ def assign(groups: Sequence[Sequence[Trajectory]], config: RoleRewardConfig) -> 
         for traj in group:
             reward = immediate_summary_reward(traj, config)
             for turn in traj.role_turns("summary"):
-                if reward is None:
+                if reward is None:  # admitted: a SkillCredit trains it later; otherwise nothing to learn
                     turn.reward, turn.advantage = 0.0, 0.0
-                    turn.masked = NOT_JUDGED if traj.summary_status == "not_judged" else "pending"
+                    turn.masked = {"admitted": "pending", "not_judged": NOT_JUDGED}.get(traj.summary_status,
+                                                                                        "no_reward")
                 else:
                     turn.reward = reward
                     summaries.append(turn)

@@ -144,10 +144,10 @@ def play_step(config: RLConfig, runner, chosen: list[str], credit: rewards.Skill
     rewards; returns (groups, the summary turns of earlier steps to train now)."""
     groups = [[runner.run(task_id) for _ in range(config.group_size)] for task_id in chosen]
     gated = runner.apply_gate()  # admissions take effect from the next step on
-    credit.observe(groups)
+    now = rewards.assign(groups, config.rewards)
+    credit.observe(groups)  # uses of skills admitted in earlier steps
     credit.add(step, gated)
     resolved = credit.resolve(step)
-    now = rewards.assign(groups, config.rewards)
     rewards.summary_advantages(now + resolved)
     return groups, resolved
 

@@ -466,3 +466,19 @@ def test_memory_plan_settings_are_checked_and_reach_the_sft_trainer(tmp_path):
     args = trainer_args(config, "all", report_to=[])
     on = getattr(args, "activation_checkpointing", None) or args.gradient_checkpointing
     assert args.bf16 and on and args.max_length == config.max_length
+
+
+def test_a_skill_credited_in_its_own_step_is_trained_once():
+    """credit_window=0 (no waiting): the admitted summary trains at once, with `admitted` as its reward."""
+    from kernelgym.agents.davinci.reinforce import trainable_turns
+    from kernelgym.agents.davinci.rl import play_step
+
+    config = RLConfig(group_size=1, rewards=RoleRewardConfig(admitted=0.5, credit_window=0))
+    author = _traj(policy=[1.1])
+    author.turns.append(RoleTurn("summary", [1], [3], "{...}"))
+    author.summary_status, author.candidate_id = "pending", "s1"
+    groups, resolved = play_step(config, _ScriptedRunner([author]), [f"bundled/{RELU}"],
+                                 rewards.SkillCredit(config.rewards), 0)
+    summary = author.role_turns("summary")[0]
+    assert resolved == [summary] and summary.reward == 0.5 and not summary.masked
+    assert trainable_turns([t for g in groups for t in g], "summary", resolved) == [summary]
