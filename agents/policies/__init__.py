@@ -47,6 +47,18 @@ def split_options(spec: str) -> tuple[str, dict[str, Any]]:
     return head, {k.strip(): _value(v.strip()) for k, v in (p.split("=", 1) for p in tail.split("&"))}
 
 
+def check_options(config_class: Any, options: dict[str, Any], what: str,
+                  exclude: tuple[str, ...] = ()) -> None:
+    """A ConfigError naming an unknown option key with the config's known fields (not Python's TypeError)."""
+    import dataclasses
+
+    known = [f.name for f in dataclasses.fields(config_class) if f.name not in exclude]
+    unknown = sorted(set(options) - set(known))
+    if unknown:
+        raise ConfigError(f"unknown {what} option(s) {unknown}; known: {', '.join(known)}."
+                          f"{did_you_mean(unknown[0], known)}")
+
+
 def make_policy(spec: str) -> Policy:
     """Build a policy from a spec string (see the module docstring)."""
     spec = spec.strip()
@@ -84,8 +96,9 @@ def make_policy(spec: str) -> Policy:
                 make_tiny_model(rest)
         return HFPolicy(rest, sampling=SamplingConfig().replace(**options), name=spec, **policy_kwargs)
     if kind == "mutate":
-        from kernelgym.agents.policies.mutate import parse_mutate
+        from kernelgym.agents.policies.mutate import MutationConfig, parse_mutate
 
+        check_options(MutationConfig, options, "mutate", exclude=("backend",))
         return parse_mutate(rest, options)
     if kind == "davinci":
         from kernelgym.agents.davinci.policy import DavinciPolicy
@@ -107,4 +120,4 @@ def make_policy(spec: str) -> Policy:
                       f"{did_you_mean(kind, KINDS)}")
 
 
-__all__ = ["BasePolicy", "Policy", "make_policy", "split_options"]
+__all__ = ["BasePolicy", "Policy", "check_options", "make_policy", "split_options"]

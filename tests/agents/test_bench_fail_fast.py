@@ -206,3 +206,9 @@ def test_an_endpoint_that_dies_mid_run_stops_the_run(tiny_policy, tmp_path):
     text = buffer.getvalue()
     assert "stopped after 1 of 3 episode(s): the endpoint failed (EndpointError: openai:tiny@" in text
     assert "gave up after 2 attempts" in text
+
+
+def test_unknown_mutate_option_lists_the_known_ones():
+    message = r"unknown mutate option\(s\) \['sed'\]; known: seed, .*Did you mean 'seed'"
+    with pytest.raises(ConfigError, match=message):
+        make_policy("mutate:cpp?sed=1")
