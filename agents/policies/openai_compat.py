@@ -96,6 +96,7 @@ class OpenAIPolicy(BasePolicy):
                                     max_retries=0)
         self.url = str(self.client.base_url)
         self._slots = threading.Semaphore(max(1, config.concurrency))
+        self._stop_supported = True  # False once the endpoint refused the stop sequence
         self.requests = 0  # requests sent, retries included (for tests and logs)
         self._count_lock = threading.Lock()
 
@@ -105,6 +106,10 @@ class OpenAIPolicy(BasePolicy):
             return True
         return isinstance(exc, o.APIStatusError) and exc.status_code in RETRY_STATUS
 
+    def _rejects_stop(self, exc: Exception) -> bool:
+        return (isinstance(exc, self._openai.BadRequestError)
+                and "stop" in str(getattr(exc, "message", "") or exc).lower())
+
     def complete(self, messages: list[dict[str, str]]) -> str:
         cfg = self.config
         request: dict[str, Any] = {"model": cfg.model, "messages": messages, "temperature": cfg.temperature,
@@ -113,9 +118,10 @@ class OpenAIPolicy(BasePolicy):
             request["seed"] = cfg.seed
         if cfg.extra_body:
             request["extra_body"] = cfg.extra_body
-        if cfg.stop_at_code_end:
+        if cfg.stop_at_code_end and self._stop_supported:
             request["stop"] = [CODE_END_STOP]
         last: Exception | None = None
+        refused_stop = False
         for attempt in range(cfg.max_retries + 1):
             with self._slots:
                 with self._count_lock:
@@ -126,13 +132,21 @@ class OpenAIPolicy(BasePolicy):
                     tokens = getattr(usage, "completion_tokens", None) if usage is not None else None
                     choice = response.choices[0]
                     text = choice.message.content or ""
-                    if cfg.stop_at_code_end and choice.finish_reason == "stop":
+                    if "stop" in request and choice.finish_reason == "stop":
                         text = close_open_fence(text)
                     return Reply(text, completion_tokens=tokens) if isinstance(tokens, int) else text
                 except Exception as exc:
-                    if not self._retryable(exc):
+                    if "stop" in request and self._rejects_stop(exc):
+                        refused_stop = True
+                    elif not self._retryable(exc):
                         raise EndpointError(f"{self.name}: {type(exc).__name__}: {exc}") from exc
-                    last = exc
+                    else:
+                        last = exc
+            if refused_stop:
+                # Some models (OpenAI's reasoning ones) refuse stop sequences: ask again without one, now and
+                # from now on (outside the slot just held; not counted as a retry).
+                self._stop_supported = False
+                return self.complete(messages)
             if attempt < cfg.max_retries:
                 wait = min(cfg.max_backoff_s, cfg.backoff_s * 2 ** attempt)
                 time.sleep(wait * (0.5 + random.random() / 2))

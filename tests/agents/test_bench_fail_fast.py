@@ -212,3 +212,23 @@ def test_unknown_mutate_option_lists_the_known_ones():
     message = r"unknown mutate option\(s\) \['sed'\]; known: seed, .*Did you mean 'seed'"
     with pytest.raises(ConfigError, match=message):
         make_policy("mutate:cpp?sed=1")
+
+
+def test_a_model_that_refuses_stop_sequences_is_asked_again_without(tiny_policy):
+    from kernelgym.agents.serve import _error
+
+    class NoStop(ChatServer):  # answers like OpenAI's reasoning models do to `stop`
+        def complete(self, body):
+            if "stop" in body:
+                with self._lock:
+                    self.completions += 1
+                return 400, _error("invalid_request_error",
+                                   "Unsupported parameter: 'stop' is not supported with this model.")
+            return super().complete(body)
+
+    with NoStop(ScriptedPolicy([RAMBLE]), model_name="m") as server:
+        policy = make_policy(f"openai:m@{server.url}?concurrency=1")
+        assert policy.act({"prompt": "x"}, {}) == RAMBLE  # the whole reply: no stop sequence was used
+        assert server.completions == 2 and policy.requests == 2
+        assert policy.act({"prompt": "x"}, {}) == RAMBLE
+        assert server.completions == 3  # remembered: no second refusal
