@@ -232,3 +232,17 @@ def test_a_model_that_refuses_stop_sequences_is_asked_again_without(tiny_policy)
         assert server.completions == 2 and policy.requests == 2
         assert policy.act({"prompt": "x"}, {}) == RAMBLE
         assert server.completions == 3  # remembered: no second refusal
+
+
+def test_an_endpoint_that_never_answers_fails_the_check_in_about_10_s(tmp_path):
+    with socket.socket() as silent:  # accepts connections (the backlog) and never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}/v1"
+        started = time.monotonic()
+        proc = subprocess.run([sys.executable, "-m", "kernelgym.cli", "bench", "--policy", f"openai:m@{url}",
+                               "--out", str(tmp_path / "run")],
+                              check=False, capture_output=True, text=True, timeout=60)
+        elapsed = time.monotonic() - started
+    assert proc.returncode == 1 and elapsed < 15, (elapsed, proc.stderr)
+    assert proc.stderr.count("\n") == 1 and url in proc.stderr and "Timeout" in proc.stderr, proc.stderr
