@@ -48,6 +48,9 @@ def eta_warning(policy: Any, replies: int) -> str | None:
 def eta_after_first_reply(seconds: float, replies: int, concurrency: int = 1) -> str:
     """The ETA line printed once the run's first reply is in: its time scaled to the replies to come."""
     total = seconds * max(replies - 1, 0) / max(1, concurrency)
+    if seconds < 0.05:  # a replay or a scripted policy: the judge's time is the run's (the progress bar)
+        return (f"eta: replies take no time ({seconds:.2f} s); up to {replies} judge turns, the progress bar "
+                "shows the time left")
     return (f"eta: the first reply took {seconds:.1f} s; up to {replies - 1} more at that pace"
             f"{f' ({concurrency} in flight)' if concurrency > 1 else ''} take about {_duration(total)} of "
             "generation, plus the judge's time")

@@ -246,3 +246,14 @@ def test_an_endpoint_that_never_answers_fails_the_check_in_about_10_s(tmp_path):
         elapsed = time.monotonic() - started
     assert proc.returncode == 1 and elapsed < 15, (elapsed, proc.stderr)
     assert proc.stderr.count("\n") == 1 and url in proc.stderr and "Timeout" in proc.stderr, proc.stderr
+
+
+def test_eta_lines():
+    from kernelgym.agents.eta import eta_after_first_reply
+
+    assert eta_after_first_reply(90.0, 41) == (
+        "eta: the first reply took 90.0 s; up to 40 more at that pace take about 60 min of generation, "
+        "plus the judge's time")
+    assert "(4 in flight) take about 15 min" in eta_after_first_reply(90.0, 41, concurrency=4)
+    instant = eta_after_first_reply(0.001, 84)
+    assert instant.startswith("eta: replies take no time (0.00 s); up to 84 judge turns")
