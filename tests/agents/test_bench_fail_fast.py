@@ -257,3 +257,20 @@ def test_eta_lines():
     assert "(4 in flight) take about 15 min" in eta_after_first_reply(90.0, 41, concurrency=4)
     instant = eta_after_first_reply(0.001, 84)
     assert instant.startswith("eta: replies take no time (0.00 s); up to 84 judge turns")
+
+
+def test_hf_stop_strings_end_a_row_and_are_cut(tiny_policy):
+    import torch
+
+    from kernelgym.agents.policies.hf import _cut_at_stop
+
+    tokenizer = tiny_policy.tokenizer
+    criteria = _stopping(tokenizer, 0, SamplingConfig(stop_at_code_end=False, stop=("<END>",)), rows=1)
+    ids = tokenizer("some answer <END> and more")["input_ids"]
+    # transformers calls the criteria once per generated token: the row ends once "<END>" is complete.
+    flags = [criteria(torch.tensor([ids[:n]]), None).tolist()[0] for n in range(1, len(ids) + 1)]
+    first = flags.index(True)
+    assert "<END>" in tokenizer.decode(ids[:first + 1]) and "<END>" not in tokenizer.decode(ids[:first])
+    assert all(flags[first:]) and criteria.ended_at[0] == first + 1
+    assert _cut_at_stop("some answer <END> and more", ("<END>", "zzz")) == "some answer "
+    assert SamplingConfig().replace(stop=["a", "b"]).stop == ("a", "b")  # the server's list becomes a tuple
