@@ -218,9 +218,12 @@ def load_inline(name, cpp_sources, cuda_sources=None, functions=None, extra_cfla
             return ()
         return (value,) if isinstance(value, str) else tuple(value)
 
+    def flags(value) -> tuple[str, ...]:  # torch joins flags with spaces: an empty one (`[""]`) is no flag
+        return tuple(f for f in listed(value) if str(f).strip())
+
     names = tuple(functions) if isinstance(functions, dict) else listed(functions)
-    request = ExtensionRequest(name, listed(cpp_sources), listed(cuda_sources), names, listed(extra_cflags),
-                               listed(extra_cuda_cflags), listed(extra_ldflags))
+    request = ExtensionRequest(name, listed(cpp_sources), listed(cuda_sources), names, flags(extra_cflags),
+                               flags(extra_cuda_cflags), flags(extra_ldflags))
     folder = kernels.remote_extension_builder(request) if kernels.remote_extension_builder else build(request)
     return _CountingModule(_import(name, folder / f"{name}.so"), names)
 

@@ -30,14 +30,25 @@ import re
 import shutil
 import subprocess
 import sysconfig
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from kernelgym import kernels
+from kernelgym import cuda_split, kernels
 
-BINDINGS_FLAGS = ("-O2",)  # the bindings unit's own flags: fixed, so its precompiled header is shared
+# The binders' own flags: fixed, so their precompiled header is shared; none, like torch's own build of them.
+BINDINGS_FLAGS: tuple[str, ...] = ()
+# The function types of most KernelBench-style answers, bound ahead of time by warm_up.
+COMMON_SIGNATURES = tuple(
+    f"at::Tensor (*)({args})" for args in (
+        "at::Tensor", "at::Tensor, at::Tensor", "at::Tensor, at::Tensor, at::Tensor",
+        "at::Tensor const&", "at::Tensor const&, at::Tensor const&",
+        "at::Tensor const&, at::Tensor const&, at::Tensor const&", "at::Tensor, float", "at::Tensor, double",
+        "at::Tensor, int", "at::Tensor, long",
+    )
+)
 LIGHT_HEADER = (
     "#pragma once\n// kernelgym: <torch/extension.h> without pybind11 and torch::nn\n"
     "#include <torch/types.h>\n"
@@ -63,6 +74,10 @@ _MISSING_DECLARATION = re.compile(
     r"was not declared|has not been declared|is not a member of|does not name a type|has no member|"
     r"is undefined|incomplete type|not a template|not declared in this scope"
 )
+# Errors a split unit can meet where the whole source compiles (an overloaded kernel's address, a launch the
+# launcher cannot forward): the whole source is compiled instead.
+_SPLIT_ONLY_ERROR = re.compile(r"kernelgym_cuda|no matching function|ambiguous|cannot convert|"
+                               r"multiple definition|redefinition")
 _SIGNATURE = re.compile(r"kernelgym_signature_(\d+)<(.*)>\(\)\s*$")
 
 
@@ -76,7 +91,11 @@ class SplitTimes:
     bindings_s: float = 0.0
     link_s: float = 0.0
     total_s: float = 0.0
+    device_unit_s: float = 0.0
+    host_unit_s: float = 0.0
+    glue_s: float = 0.0
     bindings_cached: bool = False
+    cuda_split: bool = False  # the CUDA source was compiled as a device unit and a host unit
     notes: list[str] = field(default_factory=list)
 
 
@@ -84,8 +103,8 @@ class _Fallback(Exception):
     """This request is built by torch's own path instead (the message says why)."""
 
 
-# The split CUDA build compiles and links without a GPU but was never imported on one: off until it has been.
-SPLIT_CUDA = False
+# The split CUDA build (KERNELGYM_SPLIT_CUDA=0: torch's own build for every CUDA source).
+SPLIT_CUDA = os.environ.get("KERNELGYM_SPLIT_CUDA", "1") != "0"
 
 
 def eligible(request) -> str | None:
@@ -98,7 +117,7 @@ def eligible(request) -> str | None:
     if _WANTS_FULL_HEADER.search("\n".join(request.cpp_sources + request.cuda_sources)):
         return "the sources use parts of torch outside <torch/types.h>"
     if request.cuda_sources and not SPLIT_CUDA:
-        return "CUDA sources: the split CUDA build has not run on a GPU yet (torch_ext_split.SPLIT_CUDA)"
+        return "CUDA sources: the split CUDA build is off (KERNELGYM_SPLIT_CUDA=0)"
     if request.cuda_sources and not shutil.which("nvcc"):
         return "no nvcc"
     return None
@@ -107,7 +126,9 @@ def eligible(request) -> str | None:
 def build_into(request, folder: Path, root: Path | None = None) -> SplitTimes | None:
     """Build `<folder>/<name>.so` the split way; None when torch's own build should run instead.
     Raises kernels.BuildError for errors in the user's own code."""
-    if eligible(request) is not None:
+    why_not = eligible(request)
+    if why_not is not None:
+        (folder / "build.json").write_text(json.dumps({"split": False, "notes": [why_not]}))
         return None
     times = SplitTimes()
     started = time.monotonic()
@@ -117,6 +138,7 @@ def build_into(request, folder: Path, root: Path | None = None) -> SplitTimes | 
         _build(request, work, folder / f"{request.name}.so", root, times)
     except _Fallback as why:
         times.notes.append(str(why))
+        (folder / "build.json").write_text(json.dumps({"split": False, **asdict(times)}))
         return None
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -125,9 +147,11 @@ def build_into(request, folder: Path, root: Path | None = None) -> SplitTimes | 
     return times
 
 
-def warm_up(root: Path | None = None, extra_cflags: tuple[str, ...] = ()) -> None:
-    """Precompile the light header for these user flags and torch's header for the bindings unit, side by side
-    (the first build otherwise pays both; a worker can call this when it starts)."""
+def warm_up(root: Path | None = None, extra_cflags: tuple[str, ...] = (),
+            signatures: tuple[str, ...] = COMMON_SIGNATURES) -> None:
+    """Precompile the light header for these user flags and torch's header for the binders side by side, then
+    the binders of the common function types (the first builds otherwise pay for all of it). The pool starts
+    this in the background on a GPU machine (`python -m kernelgym.torch_ext_split`)."""
     from kernelgym import torch_ext
 
     with ThreadPoolExecutor(2) as pool:
@@ -135,7 +159,8 @@ def warm_up(root: Path | None = None, extra_cflags: tuple[str, ...] = ()) -> Non
             _light_header_dir, [*_torch_cflags("kernelgym_pch"), *extra_cflags], root, SplitTimes()
         )
         full = pool.submit(torch_ext.precompiled_header_dir, list(BINDINGS_FLAGS), root)
-        light.result(), full.result()
+        light.result()
+        _binders(list(signatures), root, SplitTimes(), full)
 
 
 def _build(request, work: Path, library: Path, root: Path | None, times: SplitTimes) -> None:
@@ -155,28 +180,94 @@ def _build_units(request, work: Path, library: Path, roots, times: SplitTimes, u
     (work / "main.cpp").write_text(user_unit, errors="surrogatepass")
     jobs = {"user": _start([_cxx(), f"-I{light}", *user_flags, "-c", "main.cpp", "-o", "main.o"], work)}
     try:
+        cuda_objects = []
         if request.cuda_sources:
-            cuda_unit = _CUDA_PRELUDE + "\n".join(request.cuda_sources)
-            (work / "cuda.cu").write_text(cuda_unit, errors="surrogatepass")
-            nvcc = ["nvcc", f"-I{_plain_light_dir(root)}", *_nvcc_flags(request)]
-            jobs["cuda"] = _start([*nvcc, "-c", "cuda.cu", "-o", "cuda.o"], work)
+            cuda_objects = _start_cuda_units(request, work, root, light, user_flags, jobs)
         _finish(jobs["user"], "user", times)
         signatures = _signatures(work / "main.o", len(request.functions))
-        bindings = _bindings_object(signatures, root, times, bindings_pch)
-        if "cuda" in jobs:
-            _finish(jobs["cuda"], "cuda", times)
+        binders = _binders(signatures, root, times, bindings_pch)
+        (work / "glue.cpp").write_text(_glue_source(signatures))
+        jobs["glue"] = _start([_cxx(), "-fPIC", "-c", "glue.cpp", "-o", "glue.o"], work)
+        _finish(jobs["glue"], "glue", times)
+        cuda_objects = _finish_cuda_units(request, work, root, jobs, cuda_objects, times)
     finally:
-        for process, _ in jobs.values():  # a unit that failed leaves the other one nothing to do
-            if process.poll() is None:
-                process.kill()
-                process.wait()
-    objects = ["main.o", *(["cuda.o"] if request.cuda_sources else []), str(bindings)]
+        for job in jobs.values():  # a unit that failed leaves the other one nothing to do
+            job.kill()
+    objects = ["main.o", *cuda_objects, "glue.o", *map(str, binders)]
     libraries = _torch_ldflags(bool(request.cuda_sources))
     link = [_cxx(), *objects, "-shared", *request.extra_ldflags, *libraries, "-o", str(library)]
     _finish(_start(link, work), "link", times)
 
 
 _CUDA_PRELUDE = "#include <torch/types.h>\n#include <cuda.h>\n#include <cuda_runtime.h>\n"
+
+
+def _start_cuda_units(request, work: Path, root, light: Path, user_flags, jobs) -> list[str]:
+    """Start compiling the CUDA source: split into a device unit for nvcc and a host unit for the host
+    compiler (cuda_split) where it can be, else whole by nvcc with the light header. The objects' names."""
+    source = "\n".join(request.cuda_sources)
+    try:
+        parts = cuda_split.split(source)
+    except cuda_split.NotSplittable:
+        return _start_whole_cuda_unit(request, work, root, jobs)
+    (work / "device.cu").write_text(parts.device, errors="surrogatepass")
+    (work / "kernels.json").write_text(json.dumps(parts.kernels))
+    (work / "host.cpp").write_text(parts.host, errors="surrogatepass")
+    jobs["device"] = _start(["nvcc", *_nvcc_flags(request), "-c", "device.cu", "-o", "device.o"], work)
+    host = [_cxx(), f"-I{light}", "-isystem", os.path.join(_cuda_home() or "/usr/local/cuda", "include"),
+            *user_flags, "-c", "host.cpp", "-o", "host.o"]
+    jobs["host"] = _start(host, work)
+    return ["device.o", "host.o"]
+
+
+def _start_whole_cuda_unit(request, work: Path, root, jobs) -> list[str]:
+    (work / "cuda.cu").write_text(_CUDA_PRELUDE + "\n".join(request.cuda_sources), errors="surrogatepass")
+    nvcc = ["nvcc", f"-I{_plain_light_dir(root)}", *_nvcc_flags(request)]
+    jobs["cuda"] = _start([*nvcc, "-c", "cuda.cu", "-o", "cuda.o"], work)
+    return ["cuda.o"]
+
+
+def _finish_cuda_units(request, work: Path, root, jobs, objects: list[str], times: SplitTimes) -> list[str]:
+    """Wait for the CUDA units. A split unit that failed for want of a declaration (something the split
+    could not see) is compiled again whole; errors in the user's own code are reported as they are."""
+    if "cuda" in jobs:
+        _finish(jobs["cuda"], "cuda", times)
+        return objects
+    if not objects:
+        return objects
+    try:
+        _finish(jobs["device"], "device", times)
+        _finish(jobs["host"], "host", times)
+    except _Fallback as why:
+        times.notes.append(f"split CUDA unit: {why}; compiled whole")
+        for key in ("device", "host"):
+            jobs.pop(key).kill()
+        objects = _start_whole_cuda_unit(request, work, root, jobs)
+        _finish(jobs["cuda"], "cuda", times)
+        return objects
+    _check_kernel_symbols(work, parts_kernels(work))
+    times.cuda_split = True
+    return objects
+
+
+def parts_kernels(work: Path) -> list[str]:
+    return json.loads((work / "kernels.json").read_text())
+
+
+def _check_kernel_symbols(work: Path, kernels_: list[str]) -> None:
+    """Every kernel the host unit launches is defined by the device unit under the same symbol (a shared
+    library links with symbols undefined, and the import would fail, so this is checked here)."""
+
+    def symbols(obj: str, flag: str) -> dict[str, str]:
+        done = _run(["nm", flag, "-P", obj], work)
+        mangled = [line.split()[0] for line in done.stdout.splitlines() if line.strip()]
+        demangled = _run(["c++filt"], work, stdin="\n".join(mangled)).stdout.splitlines()
+        return dict(zip(mangled, demangled, strict=False))
+
+    wanted = {m for m, d in symbols("host.o", "--undefined-only").items() if d.split("(")[0] in kernels_}
+    missing = wanted - set(symbols("device.o", "--defined-only"))
+    if missing:
+        raise _Fallback(f"kernels the device unit does not define as the host unit names them: {missing}")
 
 
 def _user_tail(name: str, functions) -> str:
@@ -199,18 +290,6 @@ def _user_tail(name: str, functions) -> str:
     return "\n".join(lines)
 
 
-def _bindings_source(signatures: list[str]) -> str:
-    lines = ["#include <torch/extension.h>", 'extern "C" const char* const kernelgym_function_names[];']
-    body = []
-    for i, signature in enumerate(signatures):
-        lines += [f'extern "C" void* kernelgym_function_{i}();', f"using kernelgym_type_{i} = {signature};"]
-        body.append(
-            f"  m.def(kernelgym_function_names[{i}], "
-            f"reinterpret_cast<kernelgym_type_{i}>(kernelgym_function_{i}()), kernelgym_function_names[{i}]);"
-        )
-    return "\n".join([*lines, "PYBIND11_MODULE(kernelgym_bindings, m) {", *body, "}", ""])
-
-
 def _signatures(obj: Path, count: int) -> list[str]:
     """The function-pointer types the user unit recorded, as the demangler spells them."""
     try:
@@ -231,58 +310,123 @@ def _signatures(obj: Path, count: int) -> list[str]:
     return [found[i] for i in range(count)]
 
 
-def _bindings_object(signatures: list[str], root: Path | None, times: SplitTimes, pch_future) -> Path:
-    """The compiled bindings for these function types: from the cache, else compiled into it."""
+def _binders(signatures: list[str], root: Path | None, times: SplitTimes, pch_future) -> list[Path]:
+    """The objects that bind these function types: the module's init (one for all) and one binder per type,
+    each from the cache or compiled into it (side by side). A binder is reused by every later solution with
+    a function of its type, whatever the function's name or the other functions beside it."""
     flags = [*_torch_cflags("kernelgym_bindings"), *BINDINGS_FLAGS]
-    key = _digest([*signatures, "\0", *flags, _toolchain_id()])
-    target = (root or kernels.cache_root()) / "torch_ext_bindings" / key / "bindings.o"
-    if target.exists():
-        times.bindings_cached = True
-        return target
-    started = time.monotonic()
-    pch = pch_future.result()  # torch's full header, precompiled for the bindings' fixed flags
-    include = [f"-I{pch}"] if pch is not None else []
+    wanted = {"init": _BINDINGS_INIT, **{_binder_key(sig): _binder_source(sig) for sig in signatures}}
+    base = (root or kernels.cache_root()) / "torch_ext_bindings"
+    targets = {key: base / _digest([key, source, *flags, _toolchain_id()]) / "bind.o"
+               for key, source in wanted.items()}
+    missing = {key: wanted[key] for key, target in targets.items() if not target.exists()}
+    times.bindings_cached = not missing
+    if missing:
+        started = time.monotonic()
+        pch = pch_future.result()  # torch's full header, precompiled for the bindings' fixed flags
+        include = [f"-I{pch}"] if pch is not None else []
+        with ThreadPoolExecutor(len(missing)) as pool:
+            for future in [pool.submit(_compile_binder, targets[key], source, include, flags)
+                           for key, source in missing.items()]:
+                future.result()
+        times.bindings_s = round(time.monotonic() - started, 3)
+    return [targets["init"], *(targets[_binder_key(sig)] for sig in signatures)]
 
+
+def _compile_binder(target: Path, source: str, include: list[str], flags: list[str]) -> None:
     def compile_into(folder: Path) -> None:
-        (folder / "bindings.cpp").write_text(_bindings_source(signatures))
-        done = _run([_cxx(), *include, *flags, "-c", "bindings.cpp", "-o", "bindings.o"], folder)
+        (folder / "bind.cpp").write_text(source)
+        done = _run([_cxx(), *include, *flags, "-c", "bind.cpp", "-o", "bind.o"], folder)
         if done.returncode != 0:  # a type the demangler spelled in a way C++ does not accept
             raise _Fallback("the bindings unit did not compile: " + done.stderr[-500:])
 
-    kernels.build_folder(target.parent, compile_into)
-    times.bindings_s = round(time.monotonic() - started, 3)
-    return target
+    if not target.exists():
+        kernels.build_folder(target.parent, compile_into)
 
 
-def _start(argv: list[str], cwd: Path) -> tuple[subprocess.Popen, float]:
-    return subprocess.Popen(
-        argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    ), time.monotonic()
+def _binder_key(signature: str) -> str:
+    return _digest([signature])[:16]
 
 
-def _finish(job: tuple[subprocess.Popen, float], step: str, times: SplitTimes) -> None:
-    process, started = job
-    try:
-        log, _ = process.communicate(timeout=600)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.communicate()
-        raise kernels.BuildError(f"the {step} compile ran past 600 s", "") from None
-    setattr(
-        times,
-        {"user": "user_unit_s", "cuda": "cuda_unit_s", "link": "link_s"}[step],
-        round(time.monotonic() - started, 3),
-    )
-    if process.returncode == 0:
+def _binder_source(signature: str) -> str:
+    return "\n".join([
+        "#include <torch/extension.h>",
+        f"using kernelgym_type = {signature};",
+        (f'extern "C" void kernelgym_bind_{_binder_key(signature)}(void* module, const char* name, '
+        "void* fn) {"),
+        "  static_cast<pybind11::module_*>(module)->def(name, reinterpret_cast<kernelgym_type>(fn), name);",
+        "}", ""])
+
+
+_BINDINGS_INIT = """#include <torch/extension.h>
+extern "C" void kernelgym_bind_all(void* module);
+PYBIND11_MODULE(kernelgym_bindings, m) { kernelgym_bind_all(&m); }
+"""
+
+
+def _glue_source(signatures: list[str]) -> str:
+    """The one unit made for each solution: which binder binds which of its functions (no header; quick)."""
+    lines = ['extern "C" {', "extern const char* const kernelgym_function_names[];"]
+    calls = []
+    for i, signature in enumerate(signatures):
+        binder = f"kernelgym_bind_{_binder_key(signature)}"
+        lines += [f"void {binder}(void*, const char*, void*);", f"void* kernelgym_function_{i}();"]
+        calls.append(f"  {binder}(module, kernelgym_function_names[{i}], kernelgym_function_{i}());")
+    return "\n".join([*lines, "void kernelgym_bind_all(void* module) {", *calls, "}", "}", ""])
+
+
+class _Job:
+    """A compiler process, read to its end by a thread of its own, so its own duration is known even while
+    the build waits on another step."""
+
+    def __init__(self, argv: list[str], cwd: Path):
+        self.process = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                        text=True)
+        self.started, self.seconds, self.log = time.monotonic(), 0.0, ""
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        self.log = self.process.communicate()[0] or ""
+        self.seconds = round(time.monotonic() - self.started, 3)
+
+    def poll(self):
+        return self.process.poll()
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.reader.join()
+
+
+def _start(argv: list[str], cwd: Path) -> _Job:
+    return _Job(argv, cwd)
+
+
+_STEP_TIMES = {"user": "user_unit_s", "cuda": "cuda_unit_s", "link": "link_s", "device": "device_unit_s",
+               "host": "host_unit_s", "glue": "glue_s"}
+
+
+def _finish(job: _Job, step: str, times: SplitTimes) -> None:
+    job.reader.join(600)
+    if job.reader.is_alive():
+        job.kill()
+        raise kernels.BuildError(f"the {step} compile ran past 600 s", "")
+    setattr(times, _STEP_TIMES[step], job.seconds)
+    if job.process.returncode == 0:
         return
-    if step == "link" or _MISSING_DECLARATION.search(log):
-        raise _Fallback(f"{step} step failed; torch's build decides")
+    log = job.log
+    if step == "link" or _MISSING_DECLARATION.search(log) or (step in ("device", "host") and
+                                                              _SPLIT_ONLY_ERROR.search(log)):
+        raise _Fallback(f"{step} step failed; torch's build decides: {log[-300:]}")
     raise kernels.BuildError("compilation failed", log)
 
 
-def _run(argv: list[str], cwd: Path, timeout_s: float = 900) -> subprocess.CompletedProcess:
+def _run(argv: list[str], cwd: Path, timeout_s: float = 900, stdin: str | None = None
+         ) -> subprocess.CompletedProcess:
     try:
-        return subprocess.run(argv, cwd=cwd, capture_output=True, check=False, text=True, timeout=timeout_s)
+        return subprocess.run(argv, cwd=cwd, capture_output=True, check=False, text=True, timeout=timeout_s,
+                              input=stdin)
     except (OSError, subprocess.SubprocessError) as exc:
         raise _Fallback(f"{argv[0]} did not run: {exc}") from None
 
@@ -481,3 +625,10 @@ def _light_header_dir(user_flags: list[str], root: Path | None, times: SplitTime
         return _plain_light_dir(root)
     times.light_pch_s = round(time.monotonic() - started, 3)
     return folder
+
+
+if __name__ == "__main__":  # the pool's background warm-up: python -m kernelgym.torch_ext_split
+    try:
+        warm_up()
+    except (_Fallback, kernels.BuildError, OSError):  # the first build then pays, nothing more
+        pass
