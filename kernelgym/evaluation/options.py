@@ -19,6 +19,9 @@ class EvalOptions:
     timing_trials: int = 30  # timed batches per side, at most
     # per side; stops early once spent (after at least min(5, timing_trials) batches)
     timing_budget_s: float = 4.0
+    # ... and sooner once the speedup's 95% interval is this tight (its half-width over the speedup): more
+    # batches would not change the verdict or the reward beyond that (0: always to the budget)
+    timing_precision: float = 0.03
     timing_batch_ms: float | None = None  # a timed batch lasts about this long (None: GPU 25, CPU 10)
     max_calls_per_batch: int = 64
     warmup: int = 1  # untimed batches per side before timing

@@ -357,8 +357,10 @@ class _Evaluation:
                            f"the candidate's process {self.candidate.death()} during {stage}") from None
             for fd in fds:
                 os.close(fd)
-            if isinstance(msg, m.Build):
-                self.build(msg, deadline)
+            if isinstance(msg, m.Build):  # a build gets the build limit in any stage, beside the stage's own
+                started = time.monotonic()
+                self.build(msg, started + self.options.build_timeout_s)
+                deadline += time.monotonic() - started
             elif isinstance(msg, m.Failed):
                 self.failed(msg)
             elif isinstance(msg, expected):
@@ -413,6 +415,8 @@ class _Evaluation:
             raise _end(rules.NO_GPU, "the CUDA code compiled, but this machine has no GPU to run it")
         self.to_candidate(m.Construct(self.ready.init_args, self.child_job.init_seed))
         self.receive(m.Constructed, "init", self.options.timeout_s)
+        if self.build_s > self.result.build.build_s:  # built in __init__ (many models' answers do)
+            self.result.build = BuildResult(True, round(self.build_s, 3), self.cached)
 
     # batches ------------------------------------------------------------------------------------------------
     def batch(self, seeds: list[int], perturbed: list[bool], candidate_first: bool = False,
@@ -732,9 +736,11 @@ class _Evaluation:
             wall_s += record.candidate_ms / 1e3
             spent += max(record.reference_ms, record.candidate_ms) / 1e3
             # The budget is the measured time per side; the stage's wall time (fresh inputs, the checks of
-            # every output) is held to a few times that.
+            # every output) is held to a few times that. The GPU's slot is held meanwhile, so a timing also
+            # stops once it is precise enough to decide the verdict and the reward.
             if i + 1 >= least and (spent > options.timing_budget_s
-                                   or time.monotonic() - started > 3 * options.timing_budget_s):
+                                   or time.monotonic() - started > 3 * options.timing_budget_s
+                                   or precise_enough(ref_ms, cand_ms, options)):
                 break
         return ref_ms, cand_ms, cpu_s, wall_s
 
@@ -902,6 +908,16 @@ def _cores(threads: int, slot: int) -> set[int]:
     available = sorted(os.sched_getaffinity(0))
     start = (slot * threads) % len(available)
     return {available[(start + i) % len(available)] for i in range(min(threads, len(available)))}
+
+
+def precise_enough(ref_ms: list[float], cand_ms: list[float], options: EvalOptions) -> bool:
+    """Whether the speedup's interval is tight enough that more batches would not change what is paid: its
+    half-width is within `timing_precision` of the speedup. A speedup within that distance of the threshold
+    stays unverified (a gain that small is the size of the noise between whole evaluations anyway)."""
+    if options.timing_precision <= 0 or len(ref_ms) < 5:
+        return False
+    speedup, low, high = speedup_interval(ref_ms, cand_ms, bootstrap=200)
+    return (high - low) / 2 <= options.timing_precision * speedup
 
 
 def second_timing_needed(speedup: float, low: float, options: EvalOptions) -> str | None:

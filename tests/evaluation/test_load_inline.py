@@ -61,3 +61,20 @@ def test_a_precompiled_header_that_cannot_be_built_means_a_plain_build(tmp_path,
                         lambda flags: {"argv": ["c++", missing], "header": missing, "pch": missing + ".gch"})
     assert torch_ext.precompiled_header_dir(["-O1"], tmp_path) is None
     assert not any((tmp_path / "torch_pch").glob(".build-*"))  # nothing half-built left behind
+
+
+@pytest.mark.slow
+def test_a_build_in_init_gets_the_build_limit_not_the_run_stage_limit(pool):
+    """Many models' answers call load_inline in __init__: the build there is timed against build_timeout_s,
+    and a run-stage limit shorter than the build does not end it."""
+    task = bundled().get("L1/1_ReLU")
+    body = SOLUTION.replace("// test build", "")
+    head, tail = body.split("_ext = load_inline(", 1)
+    call, _rest = tail.split("\n\n\n", 1)
+    in_init = (head + "\n\nclass ModelNew(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+               "        self.ext = load_inline(" + call.replace("\n", " ") + "\n\n"
+               "    def forward(self, x):\n        return self.ext.relu_forward(x.contiguous())\n")
+    unique = in_init.replace("#include <torch/extension.h>", "#include <torch/extension.h>\n// in init", 1)
+    result = pool.evaluate(task, unique, backend="cpp", timeout_s=2.0)
+    assert result.verdict is Verdict.OK, result.reasons
+    assert not result.build.cached and result.build.build_s > 2.0  # the build outlasted the stage limit

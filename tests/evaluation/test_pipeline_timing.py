@@ -39,3 +39,21 @@ def test_confirmation_can_be_switched_off():
 )
 def test_the_second_timing_must_agree(why, first, second, low2, agrees):
     assert second_timing_agrees(why, first, second, low2, OPTIONS) is agrees
+
+
+def test_a_timing_stops_once_its_interval_is_tight_enough_to_decide_what_is_paid():
+    """The GPU's timing slot is held while batches run: a timing whose speedup is already known to within
+    timing_precision stops there, a noisy one goes on (to the budget), and the option 0 turns it off."""
+    import random
+
+    from kernelgym.evaluation.pipeline import precise_enough
+
+    rng = random.Random(0)
+    steady_ref = [1.0 + rng.uniform(-0.01, 0.01) for _ in range(6)]
+    steady_cand = [0.5 + rng.uniform(-0.005, 0.005) for _ in range(6)]
+    noisy_cand = [rng.choice([0.3, 0.9]) for _ in range(6)]
+    options = EvalOptions()
+    assert precise_enough(steady_ref, steady_cand, options)
+    assert not precise_enough(steady_ref, noisy_cand, options)
+    assert not precise_enough(steady_ref[:4], steady_cand[:4], options)  # too few batches to say
+    assert not precise_enough(steady_ref, steady_cand, EvalOptions(timing_precision=0.0))
