@@ -32,7 +32,11 @@ def static_check(source: str, backend: Backend, task_dtype: str = "float32") -> 
     try:
         tree = ast.parse(source)
     except SyntaxError as exc:
-        return _fail(reason(rules.SYNTAX_ERROR, f"{exc.msg} (line {exc.lineno})"))
+        hint = ""
+        if source.lstrip().startswith(("#include", "#pragma", "#define", "__global__", "extern \"C\"")):
+            hint = ("; this looks like C++/CUDA: a solution is a Python module that defines ModelNew and "
+                    "builds its kernel from there (e.g. torch.utils.cpp_extension.load_inline)")
+        return _fail(reason(rules.SYNTAX_ERROR, f"{exc.msg} (line {exc.lineno}){hint}"))
     except ValueError as exc:  # e.g. null bytes
         return _fail(reason(rules.SYNTAX_ERROR, str(exc)))
     findings = _contract(tree, backend) or _cheats(tree)

@@ -25,6 +25,7 @@ from collections import Counter
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
+from pathlib import Path
 
 from kernelgym import backends
 from kernelgym.backends.detect import wrong_backend
@@ -34,6 +35,7 @@ from kernelgym.evaluation.options import EvalOptions
 from kernelgym.evaluation.pipeline import EvalJob
 from kernelgym.evaluation.result import EvalResult, Verdict
 from kernelgym.evaluation.rules import Reason, reason
+from kernelgym.evaluation.static import static_check
 from kernelgym.tasks.task import Task
 from kernelgym.workers.sandbox import SandboxConfig
 from kernelgym.workers.worker import CHILDREN_FILE, start_time
@@ -49,7 +51,12 @@ INHERITED_ENV = (
 
 @dataclass
 class PoolConfig:
-    workers: int | None = None  # default: one per GPU, else 2 on the CPU
+    # default: half the cores on a GPU machine (builds run on every core, timing waits for its GPU's slot),
+    # else 2 on the CPU
+    workers: int | None = None
+    # precompile torch's headers and the common binders in the background at start (None: on a GPU machine,
+    # where most candidates are CUDA extensions; elsewhere the first build pays)
+    warm_builds: bool | None = None
     max_tasks_per_worker: int = 200
     start_timeout_s: float = 120.0
     work_root: str | None = None
@@ -199,6 +206,21 @@ def _spoiled(result: EvalResult) -> bool:
     return result.verdict is Verdict.INFRASTRUCTURE_ERROR
 
 
+def _static_verdict(job: EvalJob) -> EvalResult | None:
+    """The pipeline's static stage run in the caller's process (it only parses): a syntax error, a missing
+    ModelNew or no kernel is answered without a worker. None when the source passes (the worker checks it
+    again in its own pipeline)."""
+    started = time.monotonic()
+    static = static_check(job.solution_source, backends.get(job.backend), job.dtype)
+    if static.passed:
+        return None
+    finding = Reason.parse(static.reasons[0])
+    result = EvalResult(task_id=job.task_id, backend=job.backend, size=job.size,
+                        verdict=finding.verdict or Verdict.CRASH, reasons=[finding], static=static)
+    result.wall_s = round(time.monotonic() - started, 3)
+    return result
+
+
 def _failed(job: EvalJob, verdict: Verdict, reason: str) -> EvalResult:
     """`reason` is "rule: message" with a rule of the catalogue (kernelgym.evaluation.rules)."""
     return EvalResult(job.task_id, job.backend, job.size, verdict, [Reason.parse(reason)])
@@ -249,7 +271,7 @@ class EvalPool:
         self.config = config or PoolConfig(**overrides)
         self.gpu = has_gpu() if self.config.gpu is None else self.config.gpu
         self.gpu_count = _gpu_count() if self.gpu else 0
-        n = self.config.workers or (max(1, self.gpu_count) if self.gpu else 2)
+        n = self.config.workers or (max(1, self.gpu_count, (os.cpu_count() or 2) // 2) if self.gpu else 2)
         self._owns_root = self.config.work_root is None
         self.work_root = self.config.work_root or tempfile.mkdtemp(prefix="kernelgym-")
         os.chmod(self.work_root, 0o755)
@@ -263,6 +285,8 @@ class EvalPool:
                 os.chmod(folder, 0o755)
             except OSError:
                 pass
+        if self.config.warm_builds or (self.config.warm_builds is None and self.gpu):
+            _warm_builds(self.cache_root)
         self._idle: queue.Queue[_Worker] = queue.Queue()
         self._workers = [_Worker(i, self) for i in range(n)]
         for worker in self._workers:
@@ -300,6 +324,9 @@ class EvalPool:
         mismatch = wrong_backend(job.solution_source, job.backend)
         if mismatch:  # a contract error that names both backends, before any worker is involved
             return _failed(job, Verdict.COMPILE_ERROR, reason(rules.WRONG_BACKEND, mismatch))
+        rejected = _static_verdict(job)
+        if rejected is not None:  # the static stage needs no process: answered here, at once
+            return rejected
         worker = self._idle.get()
         try:
             return self._judge(worker, job)
@@ -410,6 +437,17 @@ def _kill_if_same(pid: int, started: str, worker_started: int) -> None:
             kill(pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
+
+
+def _warm_builds(cache: Path) -> None:
+    """torch's headers and the common binders, built by a process of their own that nothing waits for (a
+    build that needs one first makes its own copy; `torch_ext_split.warm_up`)."""
+    try:
+        subprocess.Popen([sys.executable, "-m", "kernelgym.torch_ext_split"], stdin=subprocess.DEVNULL,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                         env=scrubbed_env({"KERNELGYM_CACHE": str(cache)}))
+    except OSError:  # the first build pays for them instead
+        pass
 
 
 def _rule(reason: str) -> str:

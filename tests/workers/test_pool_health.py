@@ -41,3 +41,17 @@ def test_workers_check_cuda_through_nvml_so_forks_stay_usable(relu_task, relu_so
         pid = pool._workers[0].process.pid
         env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
     assert b"PYTORCH_NVML_BASED_CUDA_CHECK=1" in env
+
+
+def test_what_the_static_stage_rejects_is_answered_without_starting_a_worker(relu_task):
+    """A syntax error, a module without ModelNew or without a kernel needs no process: the pool answers it
+    itself, with the pipeline's own verdict and reason (an RL batch's broken replies cost nothing)."""
+    with pool_mod.EvalPool(workers=1, gpu=False) as pool:
+        broken = pool.evaluate(relu_task, "class ModelNew(:\n", backend="cpp")
+        no_model = pool.evaluate(relu_task, "import torch\n", backend="cpp")
+        as_cpp = pool.evaluate(relu_task, "#include <torch/extension.h>\nint x;\n", backend="cpp")
+        assert pool._workers[0].process is None  # no worker was ever started
+    assert broken.verdict is Verdict.COMPILE_ERROR and broken.reasons[0].rule == "syntax_error"
+    assert broken.static is not None and not broken.static.passed
+    assert no_model.reasons[0].rule == "no_model_new"
+    assert "a solution is a Python module that defines ModelNew" in str(as_cpp.reasons[0])
