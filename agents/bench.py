@@ -362,7 +362,7 @@ class EpisodeRunner:
                  "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc(limit=8),
                  "time": time.time()}
         with self._lock:
-            new_kind = type(exc).__name__ not in {e["error"].split(":")[0] for e in self.errors}
+            new_kind = type(exc).__name__ not in {e["error"].partition(":")[0] for e in self.errors}
             self.errors.append(entry)
             with open(self.errors_path, "a", encoding="utf-8") as f:
                 f.write(json.dumps(entry) + "\n")
