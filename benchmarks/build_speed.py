@@ -71,7 +71,7 @@ def torch_load_inline_once(case: str, nonce: str) -> dict:
 
 
 def build_once(case: str, mode: str, nonce: str) -> dict:
-    from kernelgym import torch_ext
+    from kernelgym.build import torch_ext
 
     if mode == "torch_load_inline":
         return torch_load_inline_once(case, nonce)
@@ -110,7 +110,7 @@ def main() -> None:
         os.environ["KERNELGYM_CACHE"] = str(cache)  # kernels.cache_root() reads it on every build
         for case in args.cases.split(","):
             if mode == "split":  # what a pool's background warm-up leaves (headers, common binders)
-                from kernelgym import torch_ext_split
+                from kernelgym.build import torch_ext_split
 
                 torch_ext_split.warm_up(extra_cflags=CASES[case][2])
             first = build_once(case, mode, f"first {time.time_ns()}")

@@ -110,7 +110,7 @@ def check(name: str, module) -> bool:
 
 
 def kernelgym_build(name: str, split: bool) -> dict:
-    from kernelgym import torch_ext
+    from kernelgym.build import torch_ext
 
     cuda, cpp, fn, _ = KERNELS[name]
     request = torch_ext.ExtensionRequest(
@@ -173,7 +173,7 @@ started = time.perf_counter()
 import torch, triton, triton.language as tl
 from pathlib import Path
 if sys.argv[1] == "kernelgym":
-    from kernelgym import triton_build
+    from kernelgym.build import triton_build
     store = Path(sys.argv[2])
     triton_build.route_builds_to(lambda request: triton_build.build(request, root=store))
 
@@ -231,7 +231,7 @@ def main() -> None:
     def save() -> None:
         (out / "build_speed_gpu.json").write_text(json.dumps(result, indent=1))
 
-    from kernelgym import torch_ext_split
+    from kernelgym.build import torch_ext_split
 
     started = time.perf_counter()
     torch_ext_split.warm_up()

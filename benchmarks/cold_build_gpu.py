@@ -69,7 +69,8 @@ mode, folder = sys.argv[1], sys.argv[2]
 built = []
 if mode == "kernelgym":
     from torch.utils import cpp_extension
-    from kernelgym import kernels, torch_ext
+    from kernelgym import kernels
+from kernelgym.build import torch_ext
     cpp_extension.load_inline, cpp_extension.load = torch_ext.load_inline, torch_ext.load
     def record(request):
         started = time.perf_counter()
@@ -146,7 +147,7 @@ def phase_torch(all_cases: list[dict], parallel: int, timeout_s: float) -> list[
 
 
 def phase_kernelgym(all_cases: list[dict], parallel: int, timeout_s: float, cache: Path) -> dict:
-    from kernelgym import torch_ext_split
+    from kernelgym.build import torch_ext_split
 
     env = dict(os.environ, KERNELGYM_CACHE=str(cache))
     os.environ["KERNELGYM_CACHE"] = str(cache)

@@ -149,7 +149,7 @@ def _command(request: BuildRequest, src: Path, out: Path) -> list[str]:
 
 # Set inside an evaluation worker: forwards the build to kernelgym's trusted process and returns the path.
 remote_builder: Callable[[BuildRequest], Path] | None = None
-# Likewise for KernelBench-style load_inline extensions (see kernelgym.torch_ext).
+# Likewise for KernelBench-style load_inline extensions (see kernelgym.build.torch_ext).
 remote_extension_builder = None
 # Set inside a worker without a GPU: CUDA code is compiled (so errors reach the agent) but cannot run.
 cuda_compile_only = False

@@ -369,10 +369,10 @@ class _Evaluation:
                 raise _end(rules.PROTOCOL, f"unexpected {msg.kind!r} during {stage}")
 
     def build(self, msg: m.Build, deadline: float) -> None:
-        from kernelgym.workers import builds
+        from kernelgym.build import serve
 
         started = time.monotonic()
-        reply, cached = builds.serve(msg.request, max(1.0, deadline - time.monotonic()))
+        reply, cached = serve.serve(msg.request, max(1.0, deadline - time.monotonic()))
         self.cached = self.cached and cached
         self.build_s += time.monotonic() - started
         self.to_candidate(reply)

@@ -95,10 +95,13 @@ def _tanh_tl(z: str) -> str:
 
 
 def _elementwise() -> list[Op]:
-    u, a, b = "unary", "activation", "binary"
-    selu = (1.6732632423543772, 1.0507009873554805)
+    return [*_unary(), *_activations(), *_binary()]
+
+
+def _unary() -> list[Op]:
+    """Difficulty 1: one math function."""
+    u = "unary"
     return [
-        # difficulty 1: one math function
         Op("Neg", u, "-x", "-v", "-x"),
         Op("Abs", u, "torch.abs(x)", "std::fabs(v)", "tl.abs(x)"),
         Op("Square", u, "x * x", "v * v", "x * x"),
@@ -116,7 +119,14 @@ def _elementwise() -> list[Op]:
         Op("ScaleShift", u, "x * 2.5 + 0.5", "v * 2.5f + 0.5f", "x * 2.5 + 0.5"),
         Op("Clamp", u, "torch.clamp(x, -0.5, 0.5)", "std::fmin(std::fmax(v, -0.5f), 0.5f)",
            "tl.minimum(tl.maximum(x, -0.5), 0.5)"),
-        # difficulty 2: activations
+    ]
+
+
+def _activations() -> list[Op]:
+    """Difficulty 2: activations."""
+    a = "activation"
+    selu = (1.6732632423543772, 1.0507009873554805)
+    return [
         Op("ReLU", a, "torch.relu(x)", "v > 0.0f ? v : 0.0f", "tl.maximum(x, 0.0)"),
         Op("LeakyReLU", a, "torch.nn.functional.leaky_relu(x, 0.01)", "v > 0.0f ? v : 0.01f * v",
            "tl.where(x > 0, x, 0.01 * x)"),
@@ -150,7 +160,13 @@ def _elementwise() -> list[Op]:
         Op("LogSigmoid", a, "torch.nn.functional.logsigmoid(x)",
            "std::fmin(v, 0.0f) - std::log1p(std::exp(-std::fabs(v)))",
            "tl.minimum(x, 0.0) - tl.log(1.0 + tl.exp(-tl.abs(x)))"),
-        # difficulty 2: two inputs of one shape
+    ]
+
+
+def _binary() -> list[Op]:
+    """Difficulty 2: two inputs of one shape."""
+    b = "binary"
+    return [
         Op("Add", b, "a + b", "a + b", "a + b"),
         Op("Sub", b, "a - b", "a - b", "a - b"),
         Op("Mul", b, "a * b", "a * b", "a * b"),

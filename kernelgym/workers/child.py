@@ -541,7 +541,7 @@ def _route_builds(job: ChildJob, sock: socket.socket) -> None:
     """Every compiler run goes to the trusted worker; this process only loads what it built."""
     from torch.utils import cpp_extension
 
-    from kernelgym import torch_ext
+    from kernelgym.build import torch_ext
 
     kernels.remote_builder = lambda r: _ask_worker_to_build(
         sock, {"language": r.language, "source": r.source, "flags": list(r.flags)})
@@ -551,7 +551,7 @@ def _route_builds(job: ChildJob, sock: socket.socket) -> None:
     cpp_extension.load_inline = torch_ext.load_inline
     cpp_extension.load = torch_ext.load
     if job.backend == "triton":
-        from kernelgym import triton_build
+        from kernelgym.build import triton_build
 
         triton_build.route_builds_to(lambda r: _ask_worker_to_build(sock,
                                                                     {"language": "triton_module",

@@ -23,7 +23,8 @@ def _cached_native(request):
 
 
 def _cached_extension(request):
-    from kernelgym import kernels, torch_ext
+    from kernelgym import kernels
+    from kernelgym.build import torch_ext
 
     if not torch_ext.is_built(request):
         raise kernels.BuildError(_NOT_CACHED, "")
@@ -50,7 +51,8 @@ def main(job_dir: str) -> int:
 
     from torch.utils import cpp_extension
 
-    from kernelgym import kernels, torch_ext
+    from kernelgym import kernels
+    from kernelgym.build import torch_ext
     from kernelgym.workers.child import build_model, load_module, make_inputs, strict_fp32
 
     strict_fp32()

@@ -443,7 +443,7 @@ def _warm_builds(cache: Path) -> None:
     """torch's headers and the common binders, built by a process of their own that nothing waits for (a
     build that needs one first makes its own copy; `torch_ext_split.warm_up`)."""
     try:
-        subprocess.Popen([sys.executable, "-m", "kernelgym.torch_ext_split"], stdin=subprocess.DEVNULL,
+        subprocess.Popen([sys.executable, "-m", "kernelgym.build.torch_ext_split"], stdin=subprocess.DEVNULL,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
                          env=scrubbed_env({"KERNELGYM_CACHE": str(cache)}))
     except OSError:  # the first build pays for them instead

@@ -33,9 +33,9 @@ def test_load_inline_passthrough_in_cpp_is_caught(pool):
 
 
 def test_the_precompiled_header_command_is_torchs_own_for_the_given_flags():
-    from kernelgym import torch_ext
+    from kernelgym.build import torch_pch
 
-    command = torch_ext._torch_pch_command(["-O3", "-fopenmp"])
+    command = torch_pch._torch_pch_command(["-O3", "-fopenmp"])
     assert command is not None, ("torch's precompiled-header builder changed: "
                                  "load_inline builds lose their PCH")
     argv = command["argv"]
@@ -45,21 +45,21 @@ def test_the_precompiled_header_command_is_torchs_own_for_the_given_flags():
 
 
 def test_precompiled_headers_are_capped_per_flag_set(tmp_path, monkeypatch):
-    from kernelgym import torch_ext
+    from kernelgym.build import torch_pch
 
-    for i in range(torch_ext.MAX_PCH_FLAG_SETS):
+    for i in range(torch_pch.MAX_PCH_FLAG_SETS):
         (tmp_path / "torch_pch" / f"{i:016x}" / "torch").mkdir(parents=True)
-    monkeypatch.setattr(torch_ext, "_torch_pch_command", lambda flags: pytest.fail("no PCH beyond the cap"))
-    assert torch_ext.precompiled_header_dir(["-O2"], tmp_path) is None
+    monkeypatch.setattr(torch_pch, "_torch_pch_command", lambda flags: pytest.fail("no PCH beyond the cap"))
+    assert torch_pch.precompiled_header_dir(["-O2"], tmp_path) is None
 
 
 def test_a_precompiled_header_that_cannot_be_built_means_a_plain_build(tmp_path, monkeypatch):
-    from kernelgym import torch_ext
+    from kernelgym.build import torch_pch
 
     missing = str(tmp_path / "no" / "extension.h")
-    monkeypatch.setattr(torch_ext, "_torch_pch_command",
+    monkeypatch.setattr(torch_pch, "_torch_pch_command",
                         lambda flags: {"argv": ["c++", missing], "header": missing, "pch": missing + ".gch"})
-    assert torch_ext.precompiled_header_dir(["-O1"], tmp_path) is None
+    assert torch_pch.precompiled_header_dir(["-O1"], tmp_path) is None
     assert not any((tmp_path / "torch_pch").glob(".build-*"))  # nothing half-built left behind
 
 

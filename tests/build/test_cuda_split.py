@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from kernelgym import cuda_split
+from kernelgym.build import cuda_split
 
 SOURCE = r"""#include <torch/extension.h>
 #include <cuda_runtime.h>
@@ -90,7 +90,7 @@ def test_comments_strings_and_directives_do_not_confuse_the_scanner():
 def test_the_host_unit_calls_the_stub_that_the_device_unit_defines(tmp_path):
     """Compiled for real (nvcc, and g++ over torch's headers): the kernel the host unit launches is a symbol
     the device unit defines, so the two link into one extension."""
-    from kernelgym import torch_ext_split
+    from kernelgym.build import torch_ext_split
 
     source = SOURCE.replace("#include <ATen/cuda/CUDAContext.h>\n", "").replace(
         ", 0, at::cuda::getCurrentCUDAStream()", "")  # the CPU build of torch ships no c10/cuda headers

@@ -154,72 +154,91 @@ def split(source: str, filename: str = "cuda.cu") -> Split:
 
 def top_level_items(source: str) -> list[Item]:
     """The source's top-level items, in order. Raises NotSplittable for what this scanner does not follow."""
-    items: list[Item] = []
-    i, n, line = 0, len(source), 1
-    start, start_line, depth, head_end = None, 1, 0, None
-    at_line_start = True
-    while i < n:
-        c = source[i]
+    return _Scanner(source).scan()
+
+
+class _Scanner:
+    """One pass over the source: whitespace, comments, literals and preprocessor lines are stepped over (a
+    top-level directive is an item), brackets are counted, and an item ends at a top-level `;` or at the
+    closing brace of a function's body."""
+
+    def __init__(self, source: str):
+        self.source, self.i, self.line = source, 0, 1
+        self.items: list[Item] = []
+        self.start: int | None = None  # where the item under way began
+        self.start_line, self.depth, self.head_end, self.at_line_start = 1, 0, 0, True
+
+    def scan(self) -> list[Item]:
+        while self.i < len(self.source):
+            if not self._stepped_over():
+                self._code(self.source[self.i])
+        if self.start is not None and self.source[self.start:].strip():
+            raise NotSplittable("the source ends inside a declaration")
+        return self.items
+
+    def _advance(self, end: int) -> None:
+        self.line += self.source.count("\n", self.i, end)
+        self.i = end
+
+    def _stepped_over(self) -> bool:
+        source, i, c = self.source, self.i, self.source[self.i]
         if c == "\n":
-            line += 1
-            at_line_start = True
-            i += 1
-            continue
-        if c in " \t\r\f\v":
-            i += 1
-            continue
-        if c == "#" and at_line_start:
-            end = _directive_end(source, i)
-            text = source[i:end]
-            if depth == 0 and start is None:
-                if re.match(r"#\s*pragma\s+once\b", text) is None:
-                    items.append(Item(text, line, "directive"))
-            elif re.match(r"#\s*(if|ifdef|ifndef|else|elif|endif)\b", text):
-                raise NotSplittable("a conditional directive inside a declaration")
-            line += text.count("\n")
-            i = end
-            continue
-        at_line_start = False
-        if source.startswith("//", i):
-            i = source.find("\n", i)
-            i = n if i < 0 else i
-            continue
-        if source.startswith("/*", i):
+            self.at_line_start = True
+            self._advance(i + 1)
+        elif c in " \t\r\f\v":
+            self.i += 1
+        elif c == "#" and self.at_line_start:
+            self._directive()
+        elif source.startswith("//", i):
+            end = source.find("\n", i)
+            self._advance(len(source) if end < 0 else end)
+        elif source.startswith("/*", i):
             end = source.find("*/", i + 2)
-            end = n if end < 0 else end + 2
-            line += source.count("\n", i, end)
-            i = end
-            continue
-        if start is None:
-            start, start_line, head_end = i, line, None
+            self._advance(len(source) if end < 0 else end + 2)
+        else:
+            self.at_line_start = False
+            return False
+        return True
+
+    def _directive(self) -> None:
+        end = _directive_end(self.source, self.i)
+        text = self.source[self.i:end]
+        if self.depth == 0 and self.start is None:
+            if re.match(r"#\s*pragma\s+once\b", text) is None:
+                self.items.append(Item(text, self.line, "directive"))
+        elif re.match(r"#\s*(if|ifdef|ifndef|else|elif|endif)\b", text):
+            raise NotSplittable("a conditional directive inside a declaration")
+        self._advance(end)
+
+    def _code(self, c: str) -> None:
+        if self.start is None:
+            self.start, self.start_line, self.head_end = self.i, self.line, self.i
         if c in "\"'":
-            if c == '"' and i > 0 and source[i - 1] == "R":
+            if c == '"' and self.i > 0 and self.source[self.i - 1] == "R":
                 raise NotSplittable("a raw string literal")
-            end = _literal_end(source, i)
-            line += source.count("\n", i, end)
-            i = end
-            continue
+            self._advance(_literal_end(self.source, self.i))
+            return
         if c in "([{":
-            if c == "{" and depth == 0:
-                head_end = i
-                head = source[start:i]
-                if re.match(r"\s*(namespace|extern\s*\"C(\+\+)?\"\s*$)", _without_comments_and_strings(head)):
+            if c == "{" and self.depth == 0:
+                self.head_end = self.i
+                head = _without_comments_and_strings(self.source[self.start:self.i])
+                if re.match(r"\s*(namespace|extern\s*\"C(\+\+)?\"\s*$)", head):
                     raise NotSplittable("a namespace or extern block")
-            depth += 1
+            self.depth += 1
         elif c in ")]}":
-            depth -= 1
-            if depth < 0:
+            self.depth -= 1
+            if self.depth < 0:
                 raise NotSplittable("unbalanced brackets")
-            if c == "}" and depth == 0 and _is_function_head(source[start:head_end]):
-                items.append(_item(source[start:i + 1], start_line, "function", source[start:head_end]))
-                start = None
-        elif c == ";" and depth == 0:
-            items.append(_item(source[start:i + 1], start_line, "declaration"))
-            start = None
-        i += 1
-    if start is not None and source[start:].strip():
-        raise NotSplittable("the source ends inside a declaration")
-    return items
+            head = self.source[self.start:self.head_end]
+            if c == "}" and self.depth == 0 and _is_function_head(head):
+                self._end_item("function", head)
+        elif c == ";" and self.depth == 0:
+            self._end_item("declaration")
+        self.i += 1
+
+    def _end_item(self, kind: str, head: str = "") -> None:
+        self.items.append(_item(self.source[self.start:self.i + 1], self.start_line, kind, head))
+        self.start = None
 
 
 def _shared_helper(item: Item) -> bool:

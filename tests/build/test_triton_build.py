@@ -4,10 +4,10 @@ import sysconfig
 
 import pytest
 
-from kernelgym import triton_build
+from kernelgym.build import triton_build
+from kernelgym.build.triton_build import ModuleRequest
 from kernelgym.evaluation.result import Verdict
 from kernelgym.tasks import bundled
-from kernelgym.triton_build import ModuleRequest
 
 pytest.importorskip("triton")
 
@@ -94,7 +94,7 @@ def test_an_evaluation_gets_its_triton_helpers_from_the_worker(pool):
 # --- compiled kernels: the worker compiles everything after TTIR, keyed by what it compiles ------------
 
 def test_a_kernel_request_is_keyed_by_ir_options_and_target_and_never_takes_file_options():
-    from kernelgym.triton_build import KernelRequest
+    from kernelgym.build.triton_build import KernelRequest
 
     base = KernelRequest.make("module {}", {"num_warps": 4, "extern_libs": (("libdevice", "/tmp/evil.bc"),),
                                             "ir_override": "/tmp/x.ttgir"}, 90)

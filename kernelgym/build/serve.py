@@ -29,7 +29,7 @@ def serve(request: dict, timeout_s: float) -> tuple[m.Message, bool]:
         if language == "torch_ext":
             return _extension(request)
         if language == "triton_module":
-            from kernelgym import triton_build
+            from kernelgym.build import triton_build
 
             return m.Built(str(triton_build.build(triton_build.ModuleRequest.from_meta(request)))), True
         build = kernels.BuildRequest(language, str(request.get("source")),
@@ -48,7 +48,7 @@ def serve(request: dict, timeout_s: float) -> tuple[m.Message, bool]:
 
 
 def _extension(request: dict) -> tuple[m.Message, bool]:
-    from kernelgym import torch_ext
+    from kernelgym.build import torch_ext
 
     ext = torch_ext.ExtensionRequest.from_meta(request)
     existed = torch_ext.is_built(ext)

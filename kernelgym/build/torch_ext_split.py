@@ -36,7 +36,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from kernelgym import cuda_split, kernels
+from kernelgym import kernels
+from kernelgym.build import cuda_split, torch_pch
 
 # The binders' own flags: fixed, so their precompiled header is shared; none, like torch's own build of them.
 BINDINGS_FLAGS: tuple[str, ...] = ()
@@ -151,24 +152,20 @@ def warm_up(root: Path | None = None, extra_cflags: tuple[str, ...] = (),
             signatures: tuple[str, ...] = COMMON_SIGNATURES) -> None:
     """Precompile the light header for these user flags and torch's header for the binders side by side, then
     the binders of the common function types (the first builds otherwise pay for all of it). The pool starts
-    this in the background on a GPU machine (`python -m kernelgym.torch_ext_split`)."""
-    from kernelgym import torch_ext
-
+    this in the background on a GPU machine (`python -m kernelgym.build.torch_ext_split`)."""
     with ThreadPoolExecutor(2) as pool:
         light = pool.submit(
             _light_header_dir, [*_torch_cflags("kernelgym_pch"), *extra_cflags], root, SplitTimes()
         )
-        full = pool.submit(torch_ext.precompiled_header_dir, list(BINDINGS_FLAGS), root)
+        full = pool.submit(torch_pch.precompiled_header_dir, list(BINDINGS_FLAGS), root)
         light.result()
         _binders(list(signatures), root, SplitTimes(), full)
 
 
 def _build(request, work: Path, library: Path, root: Path | None, times: SplitTimes) -> None:
-    from kernelgym import torch_ext
-
     user_flags = [*_torch_cflags(request.name), *request.extra_cflags]
     with ThreadPoolExecutor(1) as pool:  # the bindings' header precompiles (once) while the user unit builds
-        bindings_pch = pool.submit(torch_ext.precompiled_header_dir, list(BINDINGS_FLAGS), root)
+        bindings_pch = pool.submit(torch_pch.precompiled_header_dir, list(BINDINGS_FLAGS), root)
         _build_units(request, work, library, (root, bindings_pch), times, user_flags)
 
 
@@ -627,7 +624,7 @@ def _light_header_dir(user_flags: list[str], root: Path | None, times: SplitTime
     return folder
 
 
-if __name__ == "__main__":  # the pool's background warm-up: python -m kernelgym.torch_ext_split
+if __name__ == "__main__":  # the pool's background warm-up: python -m kernelgym.build.torch_ext_split
     try:
         warm_up()
     except (_Fallback, kernels.BuildError, OSError):  # the first build then pays, nothing more

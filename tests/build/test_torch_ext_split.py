@@ -6,8 +6,9 @@ import time
 
 import pytest
 
-from kernelgym import kernels, torch_ext, torch_ext_split
-from kernelgym.torch_ext import ExtensionRequest
+from kernelgym import kernels
+from kernelgym.build import torch_ext, torch_ext_split
+from kernelgym.build.torch_ext import ExtensionRequest
 
 RELU = r"""
 #include <torch/extension.h>
