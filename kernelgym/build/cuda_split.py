@@ -138,7 +138,7 @@ def split(source: str, filename: str = "cuda.cu") -> Split:
             for name in device_names:
                 if re.search(rf"\b{re.escape(name)}\b", item.text):
                     raise NotSplittable(f"host code uses the device variable {name!r}")
-        elif _TORCH_NAME.search(item.text) or re.match(r"\s*using\s+namespace\b", item.text):
+        elif _TORCH_NAME.search(item.text) or re.match(r"\s*using\s+namespace\s+(torch|at|c10)\b", item.text):
             host.append(mark + item.text)
         else:  # constants, structs, typedefs, __host__ __device__ helpers: both units
             device.append(mark + item.text)

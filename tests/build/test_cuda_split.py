@@ -54,6 +54,12 @@ def test_kernels_and_their_helpers_go_to_the_device_unit_and_torch_stays_in_the_
             "at::cuda::getCurrentCUDAStream())(") in host
 
 
+def test_a_using_directive_reaches_the_unit_that_needs_it():
+    parts = cuda_split.split("using namespace std;\nusing namespace torch;\n" + SOURCE)
+    assert "using namespace std;" in parts.device and "using namespace std;" in parts.host
+    assert "using namespace torch;" not in parts.device and "using namespace torch;" in parts.host
+
+
 def test_compiler_messages_point_at_the_sources_own_lines():
     parts = cuda_split.split(SOURCE)
     kernel_line = SOURCE.splitlines().index(next(ln for ln in SOURCE.splitlines() if "__global__" in ln)) + 1
