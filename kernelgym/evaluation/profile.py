@@ -116,12 +116,14 @@ def _cpu_profile(batch, launches) -> tuple[list, dict]:
     """The batch once plain (its CPU time and the solution's own kernel time), then once under the op timer
     (what ATen did): the mode's own per-op cost never counts against the solution."""
     warm_up()  # the mode's first use in a process costs far more than any op: not the candidate's time
-    own_before, calls_before = kernels.KERNEL_STATS.time_ns, kernels.KERNEL_STATS.calls + launches.count
-    start = _clock_ns()
-    outputs = batch()
-    plain_ms = max((_clock_ns() - start) / 1e6, 1e-9)
-    own_plain_ms = (kernels.KERNEL_STATS.time_ns - own_before) / 1e6
+    calls_before = kernels.KERNEL_STATS.calls + launches.count
+    outputs, plain_ms, own_plain_ms = _plain_run(batch)
     own_calls = kernels.KERNEL_STATS.calls + launches.count - calls_before
+    for _ in range(PLAIN_RUNS - 1):  # the least disturbed run of the batch stands for its code
+        again, ms, own = _plain_run(batch)
+        del again
+        if ms - own < plain_ms - own_plain_ms:
+            plain_ms, own_plain_ms = ms, own
     timer = _OpTimer()
     with timer:
         again = batch()
@@ -141,6 +143,21 @@ def _cpu_profile(batch, launches) -> tuple[list, dict]:
         "top_ops": ranked[:5], "heavy_torch_ops": [k for k, ms in ranked if ms / plain_ms > 0.05][:5],
         "total_ms": plain_ms,
     }
+
+
+# Plain runs of the profiled batch. On a loaded machine one run can cost more CPU time than its code needs
+# (caches and cores shared with other tenants), which would count as "untracked" (neither the solution's
+# kernels nor ATen) and call an honest solution a hack; the run with the least such time is kept.
+PLAIN_RUNS = 3
+
+
+def _plain_run(batch) -> tuple[list, float, float]:
+    """(outputs, wall ms, ms inside the solution's own kernels) of one run of the batch."""
+    own_before = kernels.KERNEL_STATS.time_ns
+    start = _clock_ns()
+    outputs = batch()
+    plain_ms = max((_clock_ns() - start) / 1e6, 1e-9)
+    return outputs, plain_ms, (kernels.KERNEL_STATS.time_ns - own_before) / 1e6
 
 
 def _gpu_profile(batch, launches, own: set[str]) -> tuple[list, dict]:
