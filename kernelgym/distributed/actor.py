@@ -12,7 +12,7 @@ import os
 import threading
 from dataclasses import replace
 
-from kernelgym.evaluation.pipeline import EvalJob
+from kernelgym.evaluation.job import EvalJob
 from kernelgym.workers.pool import EvalPool, PoolConfig
 
 DEFAULT_LOCK_DIR = "/tmp/kernelgym-locks"

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from kernelgym.distributed.config import RayPoolConfig
 from kernelgym.errors import ConfigError, KernelGymError, PoolClosedError
-from kernelgym.evaluation.pipeline import EvalJob
+from kernelgym.evaluation.job import EvalJob
 from kernelgym.evaluation.result import EvalResult, Verdict
 from kernelgym.tasks.task import Task
 from kernelgym.workers.pool import make_job

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from kernelgym import backends, kernels
 from kernelgym.evaluation import rules
 from kernelgym.evaluation.compare import tolerance
+from kernelgym.evaluation.job import EvalJob
 from kernelgym.evaluation.options import EvalOptions
 from kernelgym.evaluation.result import (
     BuildResult,
@@ -47,22 +48,6 @@ from kernelgym.workers.sandbox import SandboxConfig
 
 ARENA_MARK = "kernelgym-inputs"
 READ_ATTEMPTS = 10  # reads of a batch's outputs until one is made with no candidate thread running
-
-
-@dataclass
-class EvalJob:
-    """One evaluation as the pool hands it to a worker (plain data)."""
-
-    task_id: str
-    task_source: str  # at the chosen size
-    dtype: str
-    atol: float | None
-    rtol: float | None
-    perturb: str
-    solution_source: str
-    backend: str
-    size: str
-    options: EvalOptions = field(default_factory=EvalOptions)
 
 
 class _Outcome(Exception):

@@ -31,8 +31,8 @@ from kernelgym import backends
 from kernelgym.backends.detect import wrong_backend
 from kernelgym.errors import PoolClosedError
 from kernelgym.evaluation import rules
+from kernelgym.evaluation.job import EvalJob
 from kernelgym.evaluation.options import EvalOptions
-from kernelgym.evaluation.pipeline import EvalJob
 from kernelgym.evaluation.result import EvalResult, Verdict
 from kernelgym.evaluation.rules import Reason, reason
 from kernelgym.evaluation.static import static_check
@@ -69,7 +69,14 @@ class PoolConfig:
     min_free_disk_mb: int = 64  # less free space than this in the cache or work folder is a full disk
 
 
+# Where a GPU driver shows itself (NVIDIA's, or ROCm's for torch's HIP build): without any of them there is
+# no GPU, and the caller's process need not import torch (about a second) to learn it.
+GPU_DRIVER_PATHS = ("/dev/nvidiactl", "/dev/nvidia0", "/proc/driver/nvidia", "/dev/kfd")
+
+
 def has_gpu() -> bool:
+    if not any(os.path.exists(path) for path in GPU_DRIVER_PATHS):
+        return False
     try:
         import torch
 
