@@ -67,6 +67,7 @@ _MISC_KERNEL = 1
 _PAGE_DATA_HEAD = 1024
 _PAGE_DATA_TAIL = 1032
 _PAGE_DATA_OFFSET = 1040
+_ROOM_FOR_A_RECORD = 64
 
 KERNEL = "[kernel]"  # a sample taken in kernel mode (only with exclude_kernel=False)
 UNMAPPED = "[unmapped at stop]"  # no executable mapping held the address when the maps were read
@@ -104,12 +105,22 @@ class IpSamples:
     period_ns: int = 0
     samples_total: int = 0
     samples_by_path: dict[str, int] = field(default_factory=dict)  # mapping path (or a [label]) -> samples
-    lost_records: int = 0  # PERF_RECORD_LOST records: the ring was full at times
+    lost_records: int = 0  # PERF_RECORD_LOST records: a ring was full at times, then read (drain)
     samples_lost: int = 0  # the samples those records say were dropped
+    # Rings found full when read: samples after that were dropped. The kernel writes the LOST record only
+    # once there is room again, so a ring that fills before stop leaves no LOST record; this says so.
+    rings_overflowed: int = 0
     threads_sampled: tuple[int, ...] = ()
     threads_unsampled: tuple[int, ...] = ()  # alive at stop but not at start: not sampled
     cpu_ns_sampled_threads: int = 0  # CPU time of the sampled threads while enabled (user and kernel)
     exec_mappings_added: tuple[str, ...] = ()  # executable mappings made while sampling
+
+    @property
+    def complete(self) -> bool:
+        """Every sample of every thread alive at stop is here: nothing dropped, no thread left out. (A
+        thread that came and went between start and stop shows only in the CPU time: see the module.)"""
+        return (self.available and not self.lost_records and not self.rings_overflowed
+                and not self.threads_unsampled)
 
     def share_in(self, paths) -> float:
         """Fraction of all samples taken inside the given files (compared by real path); 0 when none."""
@@ -179,16 +190,19 @@ class _Ring:
         # data_offset/data_size are filled in by kernels since 4.1; before that the data follows one page.
         self.data_offset = offset or mmap.PAGESIZE
         self.data_size = size or pages * mmap.PAGESIZE
+        self.overflowed = False
 
     def take(self) -> bytes:
         """The records written since the last take, unwrapped; frees their space for the kernel.
 
-        Safe while the event runs: x86 and arm64 readers see data_head before the records it covers only
-        with a barrier, which the Python bytecode between the two reads more than provides on x86; the
-        sampler reads after DISABLE in any case, when nothing is being written."""
+        While the event runs this leans on x86's ordering (loads are not reordered with loads: data_head
+        is read before the records it covers; the tail is stored after them); elsewhere call it only after
+        DISABLE, as stop() does, when nothing is being written."""
         head, tail = struct.unpack_from("<QQ", self.map, _PAGE_DATA_HEAD)
         start, end = tail % self.data_size, head % self.data_size
         base = self.data_offset
+        # Less room than a sample record (24 bytes) plus a LOST record: the kernel has been dropping.
+        self.overflowed |= self.data_size - (head - tail) < _ROOM_FOR_A_RECORD
         if head - tail == 0:
             return b""
         if start < end:
@@ -282,7 +296,9 @@ class IpSampler:
     period_ns: CPU time between samples of one thread (100 µs: 10,000 samples per CPU-second).
     ring_pages: data pages per thread's ring (a power of two). Records are read at stop, so the ring must
     hold the region: 24 bytes a sample, 128 pages (512 KiB) hold about 2 s of one thread's CPU time; call
-    drain() within longer regions. A full ring drops samples and says so (lost_records, samples_lost).
+    drain() within longer regions (e.g. between batches). A full ring drops the rest of the region's
+    samples of that thread (rings_overflowed; then `complete` is False and the shares are not evidence:
+    code that fills the ring first would hide what runs after).
     """
 
     def __init__(self, pid: int, period_ns: int = 100_000, ring_pages: int = 128,
@@ -352,6 +368,7 @@ class IpSampler:
                 fcntl.ioctl(ring.fd, PERF_EVENT_IOC_DISABLE, 0)
             self.drain()
             cpu_ns = sum(ring.cpu_ns() for ring in self._rings)
+            overflowed = sum(ring.overflowed for ring in self._rings)
             sampled = tuple(sorted(ring.tid for ring in self._rings))
             alive = _thread_ids(self.pid)
             by_path = attribute(self._parsed.ips, executable_mappings(self.pid))
@@ -363,6 +380,7 @@ class IpSampler:
         return IpSamples(
             available=True, period_ns=self.period_ns, samples_total=sum(by_path.values()),
             samples_by_path=by_path, lost_records=parsed.lost_records, samples_lost=parsed.samples_lost,
+            rings_overflowed=overflowed,
             threads_sampled=sampled, threads_unsampled=tuple(sorted(alive - set(sampled))),
             cpu_ns_sampled_threads=cpu_ns, exec_mappings_added=tuple(parsed.exec_mappings))
 

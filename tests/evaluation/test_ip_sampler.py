@@ -3,6 +3,7 @@ by shared library, seen from outside it (issue 28: evidence the solution's own c
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import shutil
@@ -66,8 +67,8 @@ def _child(lib: str, mode: str) -> subprocess.Popen:
     return child
 
 
-def _sample(child: subprocess.Popen, seconds: float = REGION_S):
-    sampler = IpSampler(child.pid)
+def _sample(child: subprocess.Popen, seconds: float = REGION_S, **options):
+    sampler = IpSampler(child.pid, **options)
     try:
         assert sampler.start(), sampler.refused
         time.sleep(seconds)
@@ -90,7 +91,7 @@ def test_time_spent_in_the_library_is_attributed_to_it(spin_lib):
     assert samples.available
     assert samples.samples_total >= 100, samples
     assert samples.share_in([spin_lib]) > 0.7, samples.samples_by_path
-    assert samples.lost_records == 0
+    assert samples.lost_records == 0 and samples.complete
     assert child.pid in samples.threads_sampled and len(samples.threads_sampled) >= 2
     # One sample per period of CPU time: the count agrees with the CPU time the kernel charged the threads.
     sampled_ns = samples.samples_total * samples.period_ns
@@ -110,6 +111,18 @@ def test_a_loaded_but_idle_library_gets_almost_no_samples(spin_lib):
     assert any("python" in path or "numpy" in path or "blas" in path for path in samples.samples_by_path)
 
 
+def test_a_ring_that_fills_up_is_reported(spin_lib):
+    """One page holds ~170 samples (17 ms of one thread's CPU): the rest of the region is dropped, and the
+    result must say so, or code that filled the ring first would hide what ran after it."""
+    child = _child(spin_lib, "native")
+    try:
+        samples = _sample(child, ring_pages=1)
+    finally:
+        _stop(child)
+    assert samples.rings_overflowed >= 1 and not samples.complete
+    assert samples.samples_total * samples.period_ns < 0.5 * samples.cpu_ns_sampled_threads
+
+
 def test_a_thread_born_while_sampling_is_reported_unsampled(spin_lib):
     child = _child(spin_lib, "native+thread")
     sampler = IpSampler(child.pid)
@@ -125,6 +138,7 @@ def test_a_thread_born_while_sampling_is_reported_unsampled(spin_lib):
         _stop(child)
     assert extra_tid in samples.threads_unsampled
     assert extra_tid not in samples.threads_sampled
+    assert not samples.complete
 
 
 def test_a_target_that_does_not_exist_is_a_clear_error():
@@ -165,3 +179,21 @@ def test_a_refused_open_gives_an_unavailable_result_naming_the_permission():
     assert "perf_event_paranoid" in report["reason"] and "CAP_PERFMON" in report["reason"], report
     assert "\n" not in report["reason"]
     assert report["share"] == 0.0
+
+
+def test_code_mapped_while_sampling_is_listed(spin_lib, tmp_path):
+    """A library loaded inside the region (here by the test process into itself) shows in
+    exec_mappings_added: code that appears at sampled addresses before stop does not pass unnoticed."""
+    fresh = tmp_path / "libspin_fresh.so"  # a path this process has never mapped
+    shutil.copy(spin_lib, fresh)
+    sampler = IpSampler(os.getpid())
+    try:
+        assert sampler.start(), sampler.refused
+        lib = ctypes.CDLL(str(fresh))
+        lib.spin.argtypes, lib.spin.restype = [ctypes.c_long], ctypes.c_double
+        lib.spin(20_000_000)
+        samples = sampler.stop()
+    finally:
+        sampler.close()
+    assert str(fresh) in samples.exec_mappings_added
+    assert samples.share_in([fresh]) > 0.5, samples.samples_by_path
