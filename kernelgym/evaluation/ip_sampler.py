@@ -23,8 +23,10 @@ What it sees and what it does not:
 - Only user-mode samples are taken by default (exclude_kernel: what perf_event_paranoid 2 allows without
   privilege, and kernel time is not the solution's code anyway); `cpu_ns_sampled_threads` counts all of it.
 - Addresses are attributed with the maps read at stop (the caller can freeze the target first). New
-  executable mappings made while sampling are reported by the kernel (PERF_RECORD_MMAP) and listed in
-  `exec_mappings_added`, so code remapped at the sampled addresses before stop does not pass unnoticed.
+  executable mappings made while sampling are listed in `exec_mappings_added`: those the kernel reports
+  (PERF_RECORD_MMAP, made by a sampled thread) and any executable range that differs between the maps at
+  start and at stop. Code remapped at the sampled addresses and back again within the region by a thread
+  that is not sampled is not seen.
 - When the host refuses perf events, `start` returns False and `stop` a result with `available` False and
   a one-line reason that names the permission; nothing is raised, so the verdict can quote it. A target
   that is gone raises ProcessLookupError: that is the caller's error, not the host's.
@@ -113,7 +115,7 @@ class IpSamples:
     threads_sampled: tuple[int, ...] = ()
     threads_unsampled: tuple[int, ...] = ()  # alive at stop but not at start: not sampled
     cpu_ns_sampled_threads: int = 0  # CPU time of the sampled threads while enabled (user and kernel)
-    exec_mappings_added: tuple[str, ...] = ()  # executable mappings made while sampling
+    exec_mappings_added: tuple[str, ...] = ()  # paths of executable code mapped while sampling
 
     @property
     def complete(self) -> bool:
@@ -257,7 +259,11 @@ def _parse(records: bytes, into: _Parsed) -> None:
 def executable_mappings(pid: int) -> list[tuple[int, int, str]]:
     """(start, end, path) of every executable mapping of the process, sorted by start."""
     found = []
-    with open(f"/proc/{pid}/maps") as maps:
+    try:
+        maps = open(f"/proc/{pid}/maps")  # noqa: SIM115 - closed by the with below; the open alone may fail
+    except FileNotFoundError:
+        raise ProcessLookupError(f"no process {pid} to sample") from None
+    with maps:
         for line in maps:
             parts = line.split(maxsplit=5)
             if "x" not in parts[1]:
@@ -279,6 +285,14 @@ def attribute(ips: Counter, mappings: list[tuple[int, int, str]]) -> dict[str, i
         else:
             by_path[UNMAPPED] += n
     return dict(by_path)
+
+
+def _readable_maps(pid: int) -> list[tuple[int, int, str]]:
+    try:
+        return executable_mappings(pid)
+    except PermissionError:
+        raise PerfUnavailable(f"/proc/{pid}/maps unreadable (EACCES): attributing samples needs ptrace read "
+                              f"access to the target (same user, or CAP_SYS_PTRACE)") from None
 
 
 def _thread_ids(pid: int) -> set[int]:
@@ -310,10 +324,12 @@ class IpSampler:
         self._rings: list[_Ring] = []
         self._parsed = _Parsed()
         self.refused = ""  # why the host refused perf events, one line; empty while sampling works
+        self._maps_at_start: set[tuple[int, int, str]] = set()
 
     def start(self) -> bool:
-        """Open and enable an event on every thread. False when the host refuses (the reason in `refused`;
-        stop() then returns the unavailable result); a target that is gone raises ProcessLookupError."""
+        """Open an event on every thread, read the maps, then enable the events together. False when the
+        host refuses (the reason in `refused`; stop() then returns the unavailable result); a target that is
+        gone raises ProcessLookupError."""
         try:
             seen: set[int] = set()
             # Threads can be born while the events are opened: scan until a scan finds nothing new.
@@ -323,6 +339,10 @@ class IpSampler:
                     break
                 seen |= new
                 self._open_all(sorted(new))
+            # The maps before any event runs: what is executable at stop and was not here now is listed.
+            self._maps_at_start = set(_readable_maps(self.pid))
+            for ring in self._rings:
+                fcntl.ioctl(ring.fd, PERF_EVENT_IOC_ENABLE, 0)
         except PerfUnavailable as refused:
             self.close()
             self.refused = str(refused)
@@ -352,7 +372,6 @@ class IpSampler:
                                       f"perf_event_mlock_kb or RLIMIT_MEMLOCK too small, "
                                       f"or CAP_IPC_LOCK missing") from None
             self._rings.append(ring)
-            fcntl.ioctl(fd, PERF_EVENT_IOC_ENABLE, 0)
 
     def drain(self) -> None:
         """Read the records so far into the sampler's tallies, freeing ring space (safe while sampling)."""
@@ -371,7 +390,8 @@ class IpSampler:
             overflowed = sum(ring.overflowed for ring in self._rings)
             sampled = tuple(sorted(ring.tid for ring in self._rings))
             alive = _thread_ids(self.pid)
-            by_path = attribute(self._parsed.ips, executable_mappings(self.pid))
+            maps = executable_mappings(self.pid)
+            by_path = attribute(self._parsed.ips, maps)
         finally:
             self.close()
         parsed = self._parsed
@@ -382,7 +402,14 @@ class IpSampler:
             samples_by_path=by_path, lost_records=parsed.lost_records, samples_lost=parsed.samples_lost,
             rings_overflowed=overflowed,
             threads_sampled=sampled, threads_unsampled=tuple(sorted(alive - set(sampled))),
-            cpu_ns_sampled_threads=cpu_ns, exec_mappings_added=tuple(parsed.exec_mappings))
+            cpu_ns_sampled_threads=cpu_ns, exec_mappings_added=self._added(maps))
+
+    def _added(self, maps_at_stop: list[tuple[int, int, str]]) -> tuple[str, ...]:
+        """Executable code that was not there at start: what the kernel reported being mapped by a sampled
+        thread (PERF_RECORD_MMAP), and any executable range at stop that differs from the maps at start
+        (mapped by a thread that was not sampled)."""
+        changed = {path for path_range in set(maps_at_stop) - self._maps_at_start for path in path_range[2:]}
+        return tuple(sorted(changed | set(self._parsed.exec_mappings)))
 
     def close(self) -> None:
         for ring in self._rings:

@@ -20,16 +20,20 @@ SPIN_C = ("double spin(long n) { double x = 0; for (long i = 0; i < n; i++) x = 
           "return x; }\n")
 
 # The child loads the library in every mode, so only where its time goes differs. It prints "ready" once
-# its threads are running; in "native+thread" it starts one more spinning thread when a line comes on stdin.
+# its threads are running; in "native+thread" it starts one more thread when a line comes on stdin, which
+# loads a second copy of the library (argv[3]) and spins in it.
 CHILD = textwrap.dedent("""
     import ctypes, sys, threading
-    lib = ctypes.CDLL(sys.argv[1])
-    lib.spin.argtypes, lib.spin.restype = [ctypes.c_long], ctypes.c_double
+    def load(path):
+        lib = ctypes.CDLL(path)
+        lib.spin.argtypes, lib.spin.restype = [ctypes.c_long], ctypes.c_double
+        return lib
+    lib = load(sys.argv[1])
     mode = sys.argv[2]
     if mode == "python":
         import numpy as np
         a = np.random.default_rng(0).random((64, 64))
-    def work():
+    def work(lib=lib):
         while True:
             if mode == "python":
                 sum(i * i for i in range(2000))
@@ -40,7 +44,7 @@ CHILD = textwrap.dedent("""
     print("ready", flush=True)
     if mode == "native+thread":
         sys.stdin.readline()
-        extra = threading.Thread(target=work, daemon=True)
+        extra = threading.Thread(target=lambda: work(load(sys.argv[3])), daemon=True)
         extra.start()
         print(extra.native_id, flush=True)
     threading.Event().wait()
@@ -59,9 +63,9 @@ def spin_lib(tmp_path_factory):
     return str(folder / "libspin.so")
 
 
-def _child(lib: str, mode: str) -> subprocess.Popen:
+def _child(lib: str, mode: str, *more: str) -> subprocess.Popen:
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}  # one core's worth of work
-    child = subprocess.Popen([sys.executable, "-c", CHILD, lib, mode], stdin=subprocess.PIPE,
+    child = subprocess.Popen([sys.executable, "-c", CHILD, lib, mode, *more], stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, text=True, env=env)
     assert child.stdout.readline().strip() == "ready"
     return child
@@ -123,8 +127,10 @@ def test_a_ring_that_fills_up_is_reported(spin_lib):
     assert samples.samples_total * samples.period_ns < 0.5 * samples.cpu_ns_sampled_threads
 
 
-def test_a_thread_born_while_sampling_is_reported_unsampled(spin_lib):
-    child = _child(spin_lib, "native+thread")
+def test_a_thread_born_while_sampling_is_reported_unsampled(spin_lib, tmp_path):
+    second_copy = tmp_path / "libspin_second.so"
+    shutil.copy(spin_lib, second_copy)
+    child = _child(spin_lib, "native+thread", str(second_copy))
     sampler = IpSampler(child.pid)
     try:
         assert sampler.start(), sampler.refused
@@ -139,6 +145,8 @@ def test_a_thread_born_while_sampling_is_reported_unsampled(spin_lib):
     assert extra_tid in samples.threads_unsampled
     assert extra_tid not in samples.threads_sampled
     assert not samples.complete
+    # The unsampled thread's library shows as code mapped while sampling (the maps at start and stop differ).
+    assert str(second_copy) in samples.exec_mappings_added
 
 
 def test_a_target_that_does_not_exist_is_a_clear_error():
