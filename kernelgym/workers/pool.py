@@ -217,6 +217,8 @@ def _static_verdict(job: EvalJob) -> EvalResult | None:
     """The pipeline's static stage run in the caller's process (it only parses): a syntax error, a missing
     ModelNew or no kernel is answered without a worker. None when the source passes (the worker checks it
     again in its own pipeline)."""
+    if job.options.baseline_only:  # the reference timed alone: there is no solution to check
+        return None
     started = time.monotonic()
     static = static_check(job.solution_source, backends.get(job.backend), job.dtype)
     if static.passed:
