@@ -1,6 +1,7 @@
 """KernelBench-style load_inline solutions: built once by the trusted worker, cached, and judged like any
 other."""
 
+import time
 from pathlib import Path
 
 import pytest
@@ -74,7 +75,8 @@ def test_a_build_in_init_gets_the_build_limit_not_the_run_stage_limit(pool):
     in_init = (head + "\n\nclass ModelNew(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
                "        self.ext = load_inline(" + call.replace("\n", " ") + "\n\n"
                "    def forward(self, x):\n        return self.ext.relu_forward(x.contiguous())\n")
-    unique = in_init.replace("#include <torch/extension.h>", "#include <torch/extension.h>\n// in init", 1)
+    unique = in_init.replace("#include <torch/extension.h>",  # a source no cache has built before
+                             f"#include <torch/extension.h>\n// in init {time.time_ns()}", 1)
     result = pool.evaluate(task, unique, backend="cpp", timeout_s=2.0)
     assert result.verdict is Verdict.OK, result.reasons
     assert not result.build.cached and result.build.build_s > 2.0  # the build outlasted the stage limit
