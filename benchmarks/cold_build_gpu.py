@@ -75,9 +75,9 @@ from kernelgym.build import torch_ext
     def record(request):
         started = time.perf_counter()
         folder = torch_ext.build(request)
-        record = (folder / "build.json")
+        steps = folder / "build.json"
         built.append({"s": round(time.perf_counter() - started, 3),
-                      **(json.loads(record.read_text()) if record.exists() else {})})
+                      **(json.loads(steps.read_text()) if steps.exists() else {})})
         return folder
     kernels.remote_extension_builder = record
 def module(name, path):

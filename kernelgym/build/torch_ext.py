@@ -23,7 +23,6 @@ from kernelgym.build.torch_pch import precompiled_header_dir
 
 # The split build (torch_ext_split) first, torch's own build for the rest (KERNELGYM_SPLIT_BUILD=0: torch's).
 SPLIT_BUILD = os.environ.get("KERNELGYM_SPLIT_BUILD", "1") != "0"
-_CUDA_PRELUDE = "#include <torch/types.h>\n#include <cuda.h>\n#include <cuda_runtime.h>\n"
 
 
 @dataclass(frozen=True)
@@ -102,7 +101,7 @@ def _torch_build(request: ExtensionRequest, tmp: Path, root: Path | None) -> Non
                           + (_bindings(request.functions) if request.functions else ""))
     if request.cuda_sources:
         sources.append(tmp / "cuda.cu")
-        sources[1].write_text(_CUDA_PRELUDE + "\n".join(request.cuda_sources))
+        sources[1].write_text(torch_ext_split.CUDA_PRELUDE + "\n".join(request.cuda_sources))
     options = {"name": request.name, "sources": [str(s) for s in sources],
                "extra_cflags": list(request.extra_cflags),
                "extra_cuda_cflags": list(request.extra_cuda_cflags),

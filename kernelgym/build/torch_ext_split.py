@@ -10,11 +10,13 @@ So the build is split:
   light header (`<torch/types.h>`: tensors, factories, ATen ops, TORCH_CHECK, dispatch macros), precompiled
   once per set of flags that gcc tells apart (-O2 and -O3 share one). A generated tail names each bound
   function's type in a symbol (an explicit template instantiation) and exports its address.
-- CUDA unit (`cuda.cu`): the user's CUDA with torch's nvcc flags, the same light header and one target
-  architecture, compiled alongside the user unit.
-- bindings unit: pybind11 definitions for those function types only, compiled with fixed flags and torch's
-  full header (precompiled once, whatever the user's flags) and cached by the types, so a new solution whose
-  functions have the signatures of an earlier one reuses it. Names and addresses come from the user unit.
+- CUDA units, compiled alongside the user unit with torch's nvcc flags and one target architecture: the
+  source cut by `cuda_split` into a device unit (nvcc, no torch header) and a host unit (the host compiler,
+  the light header), or, where it cannot be cut exactly, the whole source by nvcc with the light header.
+- binders: one object per bound function type, pybind11 against torch's full header (precompiled once, at
+  torch's own flags), cached, so any later solution with a function of that type reuses it; a tiny glue
+  unit per solution says which binder binds which of its functions. Names and addresses come from the
+  user unit.
 
 Whatever this path cannot do exactly like torch (flags that could change the ABI between units, a source that
 needs the full header, types the bindings unit cannot name) makes `build_into` return None, and torch's own
@@ -177,16 +179,16 @@ def _build_units(request, work: Path, library: Path, roots, times: SplitTimes, u
     (work / "main.cpp").write_text(user_unit, errors="surrogatepass")
     jobs = {"user": _start([_cxx(), f"-I{light}", *user_flags, "-c", "main.cpp", "-o", "main.o"], work)}
     try:
-        cuda_objects = []
+        cuda_objects, kernels_ = [], []
         if request.cuda_sources:
-            cuda_objects = _start_cuda_units(request, work, root, light, user_flags, jobs)
+            cuda_objects, kernels_ = _start_cuda_units(request, work, root, light, user_flags, jobs)
         _finish(jobs["user"], "user", times)
         signatures = _signatures(work / "main.o", len(request.functions))
         binders = _binders(signatures, root, times, bindings_pch)
         (work / "glue.cpp").write_text(_glue_source(signatures))
         jobs["glue"] = _start([_cxx(), "-fPIC", "-c", "glue.cpp", "-o", "glue.o"], work)
         _finish(jobs["glue"], "glue", times)
-        cuda_objects = _finish_cuda_units(request, work, root, jobs, cuda_objects, times)
+        cuda_objects = _finish_cuda_units(request, work, root, jobs, (cuda_objects, kernels_), times)
     finally:
         for job in jobs.values():  # a unit that failed leaves the other one nothing to do
             job.kill()
@@ -196,37 +198,41 @@ def _build_units(request, work: Path, library: Path, roots, times: SplitTimes, u
     _finish(_start(link, work), "link", times)
 
 
-_CUDA_PRELUDE = "#include <torch/types.h>\n#include <cuda.h>\n#include <cuda_runtime.h>\n"
+# What torch puts before a CUDA source (its own build and the whole-source path here).
+CUDA_PRELUDE = "#include <torch/types.h>\n#include <cuda.h>\n#include <cuda_runtime.h>\n"
 
 
-def _start_cuda_units(request, work: Path, root, light: Path, user_flags, jobs) -> list[str]:
+def _start_cuda_units(request, work: Path, root, light: Path, user_flags,
+                      jobs) -> tuple[list[str], list[str]]:
     """Start compiling the CUDA source: split into a device unit for nvcc and a host unit for the host
-    compiler (cuda_split) where it can be, else whole by nvcc with the light header. The objects' names."""
+    compiler (cuda_split) where it can be, else whole by nvcc with the light header. The objects' names and
+    the split's kernels (none when compiled whole)."""
     source = "\n".join(request.cuda_sources)
     try:
         parts = cuda_split.split(source)
     except cuda_split.NotSplittable:
-        return _start_whole_cuda_unit(request, work, root, jobs)
+        return _start_whole_cuda_unit(request, work, root, jobs), []
     (work / "device.cu").write_text(parts.device, errors="surrogatepass")
-    (work / "kernels.json").write_text(json.dumps(parts.kernels))
     (work / "host.cpp").write_text(parts.host, errors="surrogatepass")
     jobs["device"] = _start(["nvcc", *_nvcc_flags(request), "-c", "device.cu", "-o", "device.o"], work)
     host = [_cxx(), f"-I{light}", "-isystem", os.path.join(_cuda_home() or "/usr/local/cuda", "include"),
             *user_flags, "-c", "host.cpp", "-o", "host.o"]
     jobs["host"] = _start(host, work)
-    return ["device.o", "host.o"]
+    return ["device.o", "host.o"], parts.kernels
 
 
 def _start_whole_cuda_unit(request, work: Path, root, jobs) -> list[str]:
-    (work / "cuda.cu").write_text(_CUDA_PRELUDE + "\n".join(request.cuda_sources), errors="surrogatepass")
+    (work / "cuda.cu").write_text(CUDA_PRELUDE + "\n".join(request.cuda_sources), errors="surrogatepass")
     nvcc = ["nvcc", f"-I{_plain_light_dir(root)}", *_nvcc_flags(request)]
     jobs["cuda"] = _start([*nvcc, "-c", "cuda.cu", "-o", "cuda.o"], work)
     return ["cuda.o"]
 
 
-def _finish_cuda_units(request, work: Path, root, jobs, objects: list[str], times: SplitTimes) -> list[str]:
+def _finish_cuda_units(request, work: Path, root, jobs, started: tuple[list[str], list[str]],
+                       times: SplitTimes) -> list[str]:
     """Wait for the CUDA units. A split unit that failed for want of a declaration (something the split
     could not see) is compiled again whole; errors in the user's own code are reported as they are."""
+    objects, kernels_ = started
     if "cuda" in jobs:
         _finish(jobs["cuda"], "cuda", times)
         return objects
@@ -242,13 +248,9 @@ def _finish_cuda_units(request, work: Path, root, jobs, objects: list[str], time
         objects = _start_whole_cuda_unit(request, work, root, jobs)
         _finish(jobs["cuda"], "cuda", times)
         return objects
-    _check_kernel_symbols(work, parts_kernels(work))
+    _check_kernel_symbols(work, kernels_)
     times.cuda_split = True
     return objects
-
-
-def parts_kernels(work: Path) -> list[str]:
-    return json.loads((work / "kernels.json").read_text())
 
 
 def _check_kernel_symbols(work: Path, kernels_: list[str]) -> None:
@@ -386,9 +388,6 @@ class _Job:
     def _read(self) -> None:
         self.log = self.process.communicate()[0] or ""
         self.seconds = round(time.monotonic() - self.started, 3)
-
-    def poll(self):
-        return self.process.poll()
 
     def kill(self) -> None:
         if self.process.poll() is None:
