@@ -37,7 +37,8 @@ sys.path.insert(0, str(ROOT))
 FEW_SHOT = ("add", "fuse_gelu", "tiled_matmul", "mnist2", "flash_attn")
 
 
-def cases(kernelbench: Path | None, cuda_l1: Path | None, l1_count: int, l1_ids: str = "") -> list[dict]:
+def cases(kernelbench: Path | None, cuda_l1: Path | None, l1_count: int, l1_ids: str = "",
+          own: Path | None = None) -> list[dict]:
     found = []
     if kernelbench is not None:
         folder = kernelbench / "src" / "kernelbench" / "prompts" / "few_shot"
@@ -45,6 +46,13 @@ def cases(kernelbench: Path | None, cuda_l1: Path | None, l1_count: int, l1_ids:
             task, solution = folder / f"model_ex_{name}.py", folder / f"model_new_ex_{name}.py"
             if task.exists() and solution.exists():
                 found.append({"name": f"kb_{name}", "task": task.read_text(),
+                              "solution": solution.read_text()})
+    if own is not None and kernelbench is not None:  # ours: l<level>_<id>_<name>.py answers that problem
+        for solution in sorted(own.glob("l[123]_*.py")):
+            level, _, problem = solution.stem[1:].partition("_")
+            task = kernelbench / "KernelBench" / f"level{level}" / f"{problem}.py"
+            if task.exists():
+                found.append({"name": f"own_{solution.stem}", "task": task.read_text(),
                               "solution": solution.read_text()})
     if cuda_l1 is not None:
         corpus = json.loads(cuda_l1.read_text())
@@ -60,6 +68,11 @@ def cases(kernelbench: Path | None, cuda_l1: Path | None, l1_count: int, l1_ids:
     return found
 
 
+def variant(source: str, tag: str) -> str:
+    """The same solution as a new candidate: a comment in its kernel source, so no cache has seen it."""
+    return source.replace("__global__", f"/* {tag} */ __global__", 1)
+
+
 # one case in a fresh process ------------------------------------------------------------------------------
 
 CHILD = r"""
@@ -70,7 +83,7 @@ built = []
 if mode == "kernelgym":
     from torch.utils import cpp_extension
     from kernelgym import kernels
-from kernelgym.build import torch_ext
+    from kernelgym.build import torch_ext
     cpp_extension.load_inline, cpp_extension.load = torch_ext.load_inline, torch_ext.load
     def record(request):
         started = time.perf_counter()
@@ -146,7 +159,8 @@ def phase_torch(all_cases: list[dict], parallel: int, timeout_s: float) -> list[
         return list(pool.map(one, all_cases))
 
 
-def phase_kernelgym(all_cases: list[dict], parallel: int, timeout_s: float, cache: Path) -> dict:
+def phase_kernelgym(all_cases: list[dict], parallel: int, timeout_s: float, cache: Path,
+                    snapshot: Path) -> dict:
     from kernelgym.build import torch_ext_split
 
     env = dict(os.environ, KERNELGYM_CACHE=str(cache))
@@ -154,41 +168,95 @@ def phase_kernelgym(all_cases: list[dict], parallel: int, timeout_s: float, cach
     started = time.perf_counter()
     torch_ext_split.warm_up()
     warm_up_s = round(time.perf_counter() - started, 3)
+    shutil.copytree(cache, snapshot, dirs_exist_ok=True)  # the machine's state once warmed, for the judge
     with ThreadPoolExecutor(parallel) as pool:
         rows = list(pool.map(lambda case: run_child("kernelgym", case, env, timeout_s), all_cases))
     return {"warm_up_s": warm_up_s, "rows": rows}
 
 
-def phase_judge(all_cases: list[dict], workers: int, cache: Path, headers_from: Path | None) -> dict:
+def triton_cases(count: int) -> list[dict]:
+    """The bundled suite's Triton solutions (their tasks at the GPU size)."""
+    from kernelgym import solutions
+
+    return [{"name": f"triton_{s.path.stem}", "task_id": s.task_id, "solution": s.source}
+            for s in solutions.examples("triton")[:count]]
+
+
+def _row(case: dict, result, latency_s: float) -> dict:
+    stage = result.stage_s
+    return {"name": case["name"], "verdict": result.verdict.value, "latency_s": round(latency_s, 2),
+            "wall_s": result.wall_s, "beyond_timing_s": round(result.wall_s - stage.get("timing", 0.0), 2),
+            "build_s": result.build.build_s if result.build else None, "speedup": result.speedup,
+            "stage_s": stage, "reason": str(result.reasons[0])[:160] if result.reasons else ""}
+
+
+def _one_at_a_time(pool, jobs: list[tuple[dict, object, str, str]]) -> list[dict]:
+    rows = []
+    for case, task, source, backend in jobs:
+        started = time.perf_counter()
+        result = pool.evaluate(task, source, backend=backend, size="gpu")
+        rows.append(_row(case, result, time.perf_counter() - started))
+        print(" ", rows[-1]["name"], rows[-1]["verdict"], rows[-1]["latency_s"], "s", flush=True)
+    return rows
+
+
+def phase_judge(all_cases: list[dict], triton: list[dict], workers: int, cache: Path,
+                snapshot: Path | None) -> dict:
+    """Each candidate alone (the latency an env step sees): new, then the same again (warm)."""
+    if snapshot is not None:  # a machine that has warmed up once: headers and the common binders made
+        shutil.copytree(snapshot, cache, dirs_exist_ok=True)
     os.environ["KERNELGYM_CACHE"] = str(cache)
-    if headers_from is not None:  # a cold build cache whose precompiled headers are already made
-        for part in ("torch_light", "torch_pch"):
-            if (headers_from / part).exists():
-                shutil.copytree(headers_from / part, cache / part, dirs_exist_ok=True)
+    from kernelgym.tasks.loaders import resolve_task, task_from_source
+    from kernelgym.workers.pool import EvalPool
+
+    cuda_jobs = [(c, task_from_source(c["task"], suite="bench", level=1, file_name=f"{i}_{c['name']}.py"),
+                  c["solution"], "cuda") for i, c in enumerate(all_cases)]
+    triton_jobs = [(c, resolve_task(c["task_id"]), c["solution"], "triton") for c in triton]
+    out: dict = {}
+    with EvalPool(workers=workers, gpu=True) as pool:
+        started = time.perf_counter()
+        first = pool.evaluate(cuda_jobs[0][1], "def forward(:\n", backend="cuda", size="gpu")
+        out["syntax_error_first_ms"] = round(1e3 * (time.perf_counter() - started), 2)
+        out["syntax_error_verdict"] = first.verdict.value
+        for label in ("cold", "warm"):
+            out[label] = _one_at_a_time(pool, cuda_jobs)
+            out[f"triton_{label}"] = _one_at_a_time(pool, triton_jobs)
+    return out
+
+
+def _median(values: list[float]) -> float | None:
+    return round(statistics.median(values), 2) if values else None
+
+
+def phase_curve(all_cases: list[dict], worker_counts: list[int], count: int, cache: Path) -> list[dict]:
+    """New KernelBench-format candidates (each case again with a fresh comment), all submitted at once."""
+    os.environ["KERNELGYM_CACHE"] = str(cache)
     from kernelgym.tasks.loaders import task_from_source
     from kernelgym.workers.pool import EvalPool
 
     tasks = [task_from_source(c["task"], suite="bench", level=1, file_name=f"{i}_{c['name']}.py")
              for i, c in enumerate(all_cases)]
-    out = {}
-    with EvalPool(workers=workers, gpu=True) as pool:
-        pool.evaluate(tasks[0], "syntax error(", backend="cuda", size="gpu")  # the workers are up
-        for label in ("cold", "warm"):
+    points = []
+    for workers in worker_counts:
+        with EvalPool(workers=workers, gpu=True) as pool:
             started = time.perf_counter()
-            futures = [pool.submit(t, c["solution"], backend="cuda", size="gpu")
-                       for t, c in zip(tasks, all_cases, strict=True)]
+            futures = [pool.submit(tasks[i % len(tasks)], variant(all_cases[i % len(tasks)]["solution"],
+                                                                  f"w{workers} c{i} {time.time_ns()}"),
+                                   backend="cuda", size="gpu") for i in range(count)]
             results = [f.result() for f in futures]
             wall = time.perf_counter() - started
-            timing_s = sum(r.stage_s.get("timing", 0.0) for r in results)
-            out[label] = {
-                "wall_s": round(wall, 2), "per_minute": round(60 * len(results) / wall, 1),
-                "slot_busy": round(timing_s / wall, 3),  # one GPU: its timing slot's share of the wall time
-                "rows": [{"name": c["name"], "verdict": r.verdict.value, "wall_s": r.wall_s,
-                          "stage_s": r.stage_s, "build_s": r.build.build_s if r.build else None,
-                          "speedup": r.speedup, "reason": (str(r.reasons[0])[:160] if r.reasons else "")}
-                         for c, r in zip(all_cases, results)],
-            }
-    return out
+        held = sum(r.stage_s.get("slot_held", 0.0) for r in results)
+        verdicts: dict = {}
+        for r in results:
+            verdicts[r.verdict.value] = verdicts.get(r.verdict.value, 0) + 1
+        points.append({"workers": workers, "candidates": count, "wall_s": round(wall, 1),
+                       "per_minute": round(60 * count / wall, 1), "slot_busy": round(held / wall, 3),
+                       "median_eval_s": round(statistics.median(r.wall_s for r in results), 2),
+                       "median_build_s": _median([r.build.build_s for r in results
+                                                  if r.build and r.build.build_s]),
+                       "verdicts": verdicts})
+        print("curve", points[-1], flush=True)
+    return points
 
 
 def table(title: str, rows: list[dict], keys: list[str]) -> str:
@@ -198,22 +266,40 @@ def table(title: str, rows: list[dict], keys: list[str]) -> str:
     return "\n".join(lines)
 
 
+def print_judge(judge: dict) -> None:
+    print(f"syntax error, first evaluation of a fresh pool: {judge['syntax_error_first_ms']} ms "
+          f"({judge['syntax_error_verdict']})")
+    keys = ["verdict", "latency_s", "wall_s", "beyond_timing_s", "build_s", "speedup", "stage_s", "reason"]
+    for label in ("cold", "warm", "triton_cold", "triton_warm"):
+        rows = judge[label]
+        print(f"judge {label}: median latency {_median([r['latency_s'] for r in rows])} s, median beyond "
+              f"timing {_median([r['beyond_timing_s'] for r in rows])} s")
+        print(table(f"judge, {label}, one at a time", rows, keys), flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--kernelbench", type=Path)
+    parser.add_argument("--kernelbench", type=Path, help="a KernelBench checkout (few-shot files, problems)")
+    parser.add_argument("--own", type=Path, help="our own answers to KernelBench problems "
+                                                 "(benchmarks/kb_format_cuda)")
     parser.add_argument("--cuda-l1", type=Path)
     parser.add_argument("--l1-count", type=int, default=10)
     parser.add_argument("--l1-ids", default="", help="CUDA-L1 entries as level/task_id, comma-separated "
                                                      "(instead of the first --l1-count)")
     parser.add_argument("--only", default="", help="comma-separated case names")
+    parser.add_argument("--triton", type=int, default=5, help="bundled Triton solutions judged new and warm")
     parser.add_argument("--parallel", type=int, default=8)
     parser.add_argument("--workers", type=int, default=8)
+    parser.add_argument("--curve-workers", default="4,8,16")
+    parser.add_argument("--curve-count", type=int, default=24)
+    parser.add_argument("--cache", type=Path, help="kernelgym's build cache for the kernelgym phase (a "
+                                                   "later call of the curve phase reuses it)")
     parser.add_argument("--phases", default="torch,kernelgym,judge")
     parser.add_argument("--timeout-s", type=float, default=240)
     args = parser.parse_args()
     out_dir = Path(os.environ.get("OUT", "."))
     os.environ.setdefault("TORCH_CUDA_ARCH_LIST", "9.0")
-    all_cases = cases(args.kernelbench, args.cuda_l1, args.l1_count, args.l1_ids)
+    all_cases = cases(args.kernelbench, args.cuda_l1, args.l1_count, args.l1_ids, args.own)
     if args.only:
         all_cases = [c for c in all_cases if c["name"] in args.only.split(",")]
     phases = args.phases.split(",")
@@ -224,7 +310,8 @@ def main() -> None:
                           "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
                           "cores": os.cpu_count(), "date": time.strftime("%Y-%m-%d")}
     save = lambda: (out_dir / "cold_build_gpu.json").write_text(json.dumps(report, indent=1))
-    cache = Path(tempfile.mkdtemp(prefix="kg-cache-"))
+    cache = args.cache or Path(tempfile.mkdtemp(prefix="kg-cache-"))
+    snapshot = cache.with_name(cache.name + "-after-warm-up")
     if "torch" in phases:
         started = time.perf_counter()
         report["torch"] = phase_torch(all_cases, args.parallel, args.timeout_s)
@@ -234,7 +321,7 @@ def main() -> None:
         save()
     if "kernelgym" in phases:
         started = time.perf_counter()
-        report["kernelgym"] = phase_kernelgym(all_cases, args.parallel, args.timeout_s, cache)
+        report["kernelgym"] = phase_kernelgym(all_cases, args.parallel, args.timeout_s, cache, snapshot)
         report["kernelgym_wall_s"] = round(time.perf_counter() - started, 1)
         print(f"headers warm-up {report['kernelgym']['warm_up_s']} s")
         print(table("kernelgym load_inline (split build), fresh process", report["kernelgym"]["rows"],
@@ -243,17 +330,15 @@ def main() -> None:
             for build in row.get("builds", []):
                 print(" ", row["name"], {k: v for k, v in build.items() if v})
         save()
+    judge_cache = cache.with_name(cache.name + "-judge")
     if "judge" in phases:
-        judge_cache = Path(tempfile.mkdtemp(prefix="kg-judge-cache-"))
-        report["judge"] = phase_judge(all_cases, args.workers, judge_cache, cache if "kernelgym" in phases
-                                      else None)
-        for label in ("cold", "warm"):
-            part = report["judge"][label]
-            n = len(part["rows"])
-            print(f"judge {label}: {part['wall_s']} s for {n}, {part['per_minute']} a minute, "
-                  f"timing slot busy {part['slot_busy']:.0%}")
-            keys = ["verdict", "wall_s", "build_s", "speedup", "stage_s", "reason"]
-            print(table(f"judge, {label}", part["rows"], keys), flush=True)
+        report["judge"] = phase_judge(all_cases, triton_cases(args.triton), args.workers, judge_cache,
+                                      snapshot if snapshot.exists() else None)
+        print_judge(report["judge"])
+        save()
+    if "curve" in phases:
+        counts = [int(w) for w in args.curve_workers.split(",")]
+        report["curve"] = phase_curve(all_cases, counts, args.curve_count, judge_cache)
         save()
     if "torch" in report and "kernelgym" in report:
         pairs = [(t, k) for t, k in zip(report["torch"], report["kernelgym"]["rows"])

@@ -653,7 +653,7 @@ class _Evaluation:
         self.stage = "timing"
         started = time.monotonic()
         options = self.options
-        with _timing_slot(self.device):  # on a GPU, one evaluation at a time measures
+        with _timing_slot(self.device, self.result.stage_s):  # one evaluation at a time measures
             self._hold_candidate()  # the round trip, taken off both sides' times, is measured undisturbed
             round_trip = self._round_trip_ms()
             per_call = max((self.first_batch.reference_ms - round_trip) / self.first_batch.calls, 1e-4)
@@ -865,10 +865,23 @@ def _described(meta) -> dict:
     return item
 
 
-def _timing_slot(device: str):
+@contextlib.contextmanager
+def _timing_slot(device: str, stage_s: dict | None = None):
     """A GPU is one shared device: concurrent evaluations would time each other's kernels. On the CPU each
-    worker's processes are pinned to cores of their own, so timing runs concurrently there."""
-    return locks.device_lock(device) if device == "cuda" else contextlib.nullcontext()
+    worker's processes are pinned to cores of their own, so timing runs concurrently there. Seconds spent
+    waiting for the slot and holding it go to `stage_s` (the slot's busy share is measured from them)."""
+    if device != "cuda":
+        yield
+        return
+    asked = time.monotonic()
+    with locks.device_lock(device):
+        got = time.monotonic()
+        try:
+            yield
+        finally:
+            if stage_s is not None:
+                for key, seconds in (("slot_wait", got - asked), ("slot_held", time.monotonic() - got)):
+                    stage_s[key] = round(stage_s.get(key, 0.0) + seconds, 3)
 
 
 @contextlib.contextmanager
