@@ -39,7 +39,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from kernelgym import kernels
-from kernelgym.build import cuda_split, torch_pch
+from kernelgym.build import cuda_split, generic_binder, torch_pch
 
 # The binders' own flags: fixed, so their precompiled header is shared; none, like torch's own build of them.
 BINDINGS_FLAGS: tuple[str, ...] = ()
@@ -106,6 +106,11 @@ class _Fallback(Exception):
     """This request is built by torch's own path instead (the message says why)."""
 
 
+# Functions of the common types bound by the one prebuilt generic binder (KERNELGYM_GENERIC_BINDER=0: a
+# pybind11 binder per function type for all of them, as before).
+GENERIC_BINDER = os.environ.get("KERNELGYM_GENERIC_BINDER", "1") != "0"
+THUNKS = generic_binder.THUNK_TEMPLATE
+
 # The split CUDA build (KERNELGYM_SPLIT_CUDA=0: torch's own build for every CUDA source).
 SPLIT_CUDA = os.environ.get("KERNELGYM_SPLIT_CUDA", "1") != "0"
 
@@ -161,7 +166,8 @@ def warm_up(root: Path | None = None, extra_cflags: tuple[str, ...] = (),
         )
         full = pool.submit(torch_pch.precompiled_header_dir, list(BINDINGS_FLAGS), root)
         light.result()
-        _binders(list(signatures), root, SplitTimes(), full)
+        per_type = [s for s in signatures if not (GENERIC_BINDER and generic_binder.kinds_of(s))]
+        _binders(per_type, root, SplitTimes(), full, generic=GENERIC_BINDER)
 
 
 def _build(request, work: Path, library: Path, root: Path | None, times: SplitTimes) -> None:
@@ -184,8 +190,10 @@ def _build_units(request, work: Path, library: Path, roots, times: SplitTimes, u
             cuda_objects, kernels_ = _start_cuda_units(request, work, root, light, user_flags, jobs)
         _finish(jobs["user"], "user", times)
         signatures = _signatures(work / "main.o", len(request.functions))
-        binders = _binders(signatures, root, times, bindings_pch)
-        (work / "glue.cpp").write_text(_glue_source(signatures))
+        kinds = [generic_binder.kinds_of(sig) if GENERIC_BINDER else None for sig in signatures]
+        binders = _binders([s for s, k in zip(signatures, kinds, strict=True) if k is None], root, times,
+                           bindings_pch, generic=any(kinds))
+        (work / "glue.cpp").write_text(_glue_source(signatures, kinds))
         jobs["glue"] = _start([_cxx(), "-fPIC", "-c", "glue.cpp", "-o", "glue.o"], work)
         _finish(jobs["glue"], "glue", times)
         cuda_objects = _finish_cuda_units(request, work, root, jobs, (cuda_objects, kernels_), times)
@@ -271,9 +279,10 @@ def _check_kernel_symbols(work: Path, kernels_: list[str]) -> None:
 
 def _user_tail(name: str, functions) -> str:
     """Appended to the user unit: each function's type as a symbol, its address, the names, the entry."""
-    lines = ["", "// kernelgym: what the shared bindings unit needs from this solution"]
+    lines = ["", "// kernelgym: what the shared bindings unit needs from this solution", THUNKS]
     for i, fn in enumerate(functions):
         lines += [
+            generic_binder.thunk(i, fn),
             f"template <class T> void kernelgym_signature_{i}() {{}}",
             f"template void kernelgym_signature_{i}<decltype(&{fn})>();",
             f'extern "C" void* kernelgym_function_{i}() {{ return reinterpret_cast<void*>(&{fn}); }}',
@@ -309,12 +318,15 @@ def _signatures(obj: Path, count: int) -> list[str]:
     return [found[i] for i in range(count)]
 
 
-def _binders(signatures: list[str], root: Path | None, times: SplitTimes, pch_future) -> list[Path]:
-    """The objects that bind these function types: the module's init (one for all) and one binder per type,
-    each from the cache or compiled into it (side by side). A binder is reused by every later solution with
-    a function of its type, whatever the function's name or the other functions beside it."""
+def _binders(signatures: list[str], root: Path | None, times: SplitTimes, pch_future,
+             generic: bool = False) -> list[Path]:
+    """The objects that bind these function types: the module's init (one for all), the generic binder when
+    some function's type is one it takes, and one binder per other type, each from the cache or compiled into
+    it (side by side). A binder is reused by every later solution with a function of its type, whatever the
+    function's name or the other functions beside it."""
     flags = [*_torch_cflags("kernelgym_bindings"), *BINDINGS_FLAGS]
-    wanted = {"init": _BINDINGS_INIT, **{_binder_key(sig): _binder_source(sig) for sig in signatures}}
+    wanted = {"init": _BINDINGS_INIT, **({"generic": generic_binder.SOURCE} if generic else {}),
+              **{_binder_key(sig): _binder_source(sig) for sig in signatures}}
     base = (root or kernels.cache_root()) / "torch_ext_bindings"
     targets = {key: base / _digest([key, source, *flags, _toolchain_id()]) / "bind.o"
                for key, source in wanted.items()}
@@ -329,7 +341,7 @@ def _binders(signatures: list[str], root: Path | None, times: SplitTimes, pch_fu
                            for key, source in missing.items()]:
                 future.result()
         times.bindings_s = round(time.monotonic() - started, 3)
-    return [targets["init"], *(targets[_binder_key(sig)] for sig in signatures)]
+    return list(targets.values())  # each once, however many functions share its type
 
 
 def _compile_binder(target: Path, source: str, include: list[str], flags: list[str]) -> None:
@@ -363,11 +375,17 @@ PYBIND11_MODULE(kernelgym_bindings, m) { kernelgym_bind_all(&m); }
 """
 
 
-def _glue_source(signatures: list[str]) -> str:
+def _glue_source(signatures: list[str], kinds: list[str | None]) -> str:
     """The one unit made for each solution: which binder binds which of its functions (no header; quick)."""
-    lines = ['extern "C" {', "extern const char* const kernelgym_function_names[];"]
+    lines = ['extern "C" {', "extern const char* const kernelgym_function_names[];",
+             "void kernelgym_bind_generic(void*, const char*, void*, const char*);"]
     calls = []
-    for i, signature in enumerate(signatures):
+    for i, (signature, kind) in enumerate(zip(signatures, kinds, strict=True)):
+        if kind is not None:
+            lines.append(f"void kernelgym_thunk_{i}(void**, void*);")
+            calls.append(f"  kernelgym_bind_generic(module, kernelgym_function_names[{i}], "
+                         f'reinterpret_cast<void*>(&kernelgym_thunk_{i}), "{kind}");')
+            continue
         binder = f"kernelgym_bind_{_binder_key(signature)}"
         lines += [f"void {binder}(void*, const char*, void*);", f"void* kernelgym_function_{i}();"]
         calls.append(f"  {binder}(module, kernelgym_function_names[{i}], kernelgym_function_{i}());")

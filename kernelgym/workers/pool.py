@@ -57,6 +57,9 @@ class PoolConfig:
     # precompile torch's headers and the common binders in the background at start (None: on a GPU machine,
     # where most candidates are CUDA extensions; elsewhere the first build pays)
     warm_builds: bool | None = None
+    # start every worker in the background at once (None: on a GPU machine, where a worker's start, ~6 s,
+    # would otherwise land on the first evaluation each worker takes); elsewhere a worker starts when needed
+    prestart: bool | None = None
     max_tasks_per_worker: int = 200
     start_timeout_s: float = 120.0
     work_root: str | None = None
@@ -296,14 +299,30 @@ class EvalPool:
                 pass
         if self.config.warm_builds or (self.config.warm_builds is None and self.gpu):
             _warm_builds(self.cache_root)
-        self._idle: queue.Queue[_Worker] = queue.Queue()
+        # Last in, first out: a caller that evaluates one candidate at a time keeps getting the same started
+        # worker, not the next one in a ring that has yet to start.
+        self._idle: queue.LifoQueue[_Worker] = queue.LifoQueue()
         self._workers = [_Worker(i, self) for i in range(n)]
-        for worker in self._workers:
-            self._idle.put(worker)
+        self._starting: list[threading.Thread] = []
+        if self.config.prestart or (self.config.prestart is None and self.gpu):
+            self._starting = [threading.Thread(target=self._prestart, args=(w,), daemon=True)
+                              for w in self._workers]
+            for thread in self._starting:
+                thread.start()
+        else:
+            for worker in self._workers:
+                self._idle.put(worker)
         self._executor = ThreadPoolExecutor(max_workers=n, thread_name_prefix="kernelgym-eval")
         self._closed = False
         self._lock = threading.Lock()
         self.infra = InfraStats()
+
+    def _prestart(self, worker: _Worker) -> None:
+        try:
+            worker.start()
+        except Exception:  # noqa: BLE001 (its first evaluation starts it again and reports why it cannot)
+            worker.stop()
+        self._idle.put(worker)
 
     @property
     def size(self) -> int:
@@ -402,6 +421,8 @@ class EvalPool:
                 return
             self._closed = True
         self._executor.shutdown(wait=True)
+        for thread in self._starting:
+            thread.join()
         for worker in self._workers:
             worker.stop()
         if self._owns_root:

@@ -42,7 +42,7 @@ def test_only_requests_it_can_build_exactly_like_torch_take_the_split_path():
 def test_the_user_unit_names_each_function_type_for_the_bindings(tmp_path):
     """The generated tail, compiled with the user's code, spells each type for the bindings unit."""
     source = (
-        "#include <vector>\n#include <cstdint>\n"
+        "#include <vector>\n#include <cstdint>\nnamespace at { struct Tensor {}; }\n"  # the thunks name it
         "double scale(const std::vector<int64_t>& xs, float f, bool b) { return f; }\n"
         "namespace { struct Hidden {}; }\nHidden hidden() { return {}; }\n"
     )

@@ -55,3 +55,21 @@ def test_what_the_static_stage_rejects_is_answered_without_starting_a_worker(rel
     assert broken.static is not None and not broken.static.passed
     assert no_model.reasons[0].rule == "no_model_new"
     assert "a solution is a Python module that defines ModelNew" in str(as_cpp.reasons[0])
+
+
+def test_one_candidate_at_a_time_reuses_the_started_worker(relu_task, relu_solution):
+    """Idle workers are handed out last in, first out: a caller that evaluates one candidate at a time never
+    waits for another worker to start (about 6 s a worker on the H200)."""
+    with pool_mod.EvalPool(workers=2, gpu=False) as pool:
+        for _ in range(2):
+            assert pool.evaluate(relu_task, relu_solution, backend="cpp").verdict is Verdict.OK
+        assert pool._workers[0].process is not None or pool._workers[1].process is not None
+        assert pool._workers[0].process is None or pool._workers[1].process is None
+
+
+def test_a_prestarted_pool_starts_every_worker_before_any_evaluation():
+    with pool_mod.EvalPool(workers=2, gpu=False, prestart=True) as pool:
+        started = [pool._idle.get(timeout=120) for _ in range(2)]
+        assert all(w.process is not None and w.process.poll() is None for w in started)
+        for worker in started:
+            pool._idle.put(worker)
