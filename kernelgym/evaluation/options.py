@@ -22,6 +22,9 @@ class EvalOptions:
     # ... and sooner once the speedup's 95% interval is this tight (its half-width over the speedup): more
     # batches would not change the verdict or the reward beyond that (0: always to the budget)
     timing_precision: float = 0.03
+    # ... or this tight, once the whole interval is below `threshold`: no speedup can be verified, so the
+    # rewards pay the same for any value in it (the speedup reported is still within this fraction)
+    timing_precision_unverified: float = 0.10
     timing_batch_ms: float | None = None  # a timed batch lasts about this long (None: GPU 25, CPU 10)
     max_calls_per_batch: int = 64
     warmup: int = 1  # untimed batches per side before timing

@@ -911,11 +911,16 @@ def _cores(threads: int, slot: int) -> set[int]:
 def precise_enough(ref_ms: list[float], cand_ms: list[float], options: EvalOptions) -> bool:
     """Whether the speedup's interval is tight enough that more batches would not change what is paid: its
     half-width is within `timing_precision` of the speedup. A speedup within that distance of the threshold
-    stays unverified (a gain that small is the size of the noise between whole evaluations anyway)."""
+    stays unverified (a gain that small is the size of the noise between whole evaluations anyway). An
+    interval wholly below the threshold decides "not verified" already; it needs only
+    `timing_precision_unverified` (most candidates an RL policy writes are slower than PyTorch)."""
     if options.timing_precision <= 0 or len(ref_ms) < 5:
         return False
     speedup, low, high = speedup_interval(ref_ms, cand_ms, bootstrap=200)
-    return (high - low) / 2 <= options.timing_precision * speedup
+    needed = options.timing_precision
+    if high < options.threshold:
+        needed = max(needed, options.timing_precision_unverified)
+    return (high - low) / 2 <= needed * speedup
 
 
 def second_timing_needed(speedup: float, low: float, options: EvalOptions) -> str | None:

@@ -57,3 +57,8 @@ def test_a_timing_stops_once_its_interval_is_tight_enough_to_decide_what_is_paid
     assert not precise_enough(steady_ref, noisy_cand, options)
     assert not precise_enough(steady_ref[:4], steady_cand[:4], options)  # too few batches to say
     assert not precise_enough(steady_ref, steady_cand, EvalOptions(timing_precision=0.0))
+    # A candidate certainly slower than the threshold needs only the looser precision: its reward is settled.
+    slow_cand = [c * rng.uniform(0.9, 1.1) for c in [2.0] * 8]
+    slow_ref = steady_ref + steady_ref[:2]
+    assert precise_enough(slow_ref, slow_cand, options)
+    assert not precise_enough(slow_ref, slow_cand, EvalOptions(timing_precision_unverified=0.0))
