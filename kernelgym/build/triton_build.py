@@ -37,7 +37,7 @@ MODULE_NAMES = ("__triton_launcher", "cuda_utils")  # the helpers Triton generat
 KERNEL_REQUEST = "__kernelgym_triton_kernel"
 # False: kernels compile in the candidate's process (private Triton cache only), as before. Off until the
 # worker-side compile has run on a GPU (it is tested here only up to the cubin, without launching it).
-TRUSTED_KERNEL_COMPILE = True
+TRUSTED_KERNEL_COMPILE = False
 # Options that name files: the worker never takes them from the candidate (Triton's defaults apply).
 _FILE_OPTIONS = ("extern_libs", "ir_override")
 
