@@ -62,7 +62,7 @@ def render_feedback(result: EvalResult, max_chars: int = 4000) -> str:
     if prof is not None and prof.coverage is not None:
         ops = ", ".join(f"{name} {ms:.3g} ms" for name, ms in prof.top_ops[:3])
         lines.append(f"Profile: {prof.coverage:.0%} of your time in your own kernels"
-                     + (f"; top PyTorch ops: {ops}" if ops else "") + ".")
+                     + (f"; most time in: {ops}" if ops else "") + ".")  # own kernels and PyTorch's alike
     if prof is not None and prof.kernels:
         lines.append("Nsight Compute, your kernels by time:")
         lines += [f"- {_kernel_line(k)}"

@@ -62,3 +62,35 @@ def test_a_timing_stops_once_its_interval_is_tight_enough_to_decide_what_is_paid
     slow_ref = steady_ref + steady_ref[:2]
     assert precise_enough(slow_ref, slow_cand, options)
     assert not precise_enough(slow_ref, slow_cand, EvalOptions(timing_precision_unverified=0.0))
+
+
+def test_the_gpu_timing_slot_records_how_long_it_was_waited_for_and_held(tmp_path, monkeypatch):
+    """Benchmarks read the slot's busy share from these seconds (the GPU's one-at-a-time timing)."""
+    import threading
+    import time
+
+    from kernelgym.evaluation.pipeline import _timing_slot
+    from kernelgym.workers import locks
+
+    monkeypatch.setattr(locks, "LOCK_DIR", str(tmp_path))
+    locks.prepare()
+    first, second = {}, {}
+    held = threading.Event()
+
+    def hold():
+        with _timing_slot("cuda", first):
+            held.set()
+            time.sleep(0.3)
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    held.wait()
+    with _timing_slot("cuda", second):
+        pass
+    thread.join()
+    assert first["slot_held"] >= 0.3 and first["slot_wait"] < 0.1
+    assert second["slot_wait"] >= 0.2  # it waited for the first holder
+    cpu = {}
+    with _timing_slot("cpu", cpu):  # CPU workers time on cores of their own: no slot
+        pass
+    assert cpu == {}
