@@ -107,6 +107,9 @@ def _preimport(has_gpu: bool) -> None:
             pass
     if has_gpu:
         _build_triton_driver()
+        from kernelgym.workers.triton_warm import warm_compiler
+
+        warm_compiler()
     from kernelgym.evaluation.profile import warm_up
 
     warm_up()
