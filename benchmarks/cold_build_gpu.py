@@ -215,7 +215,7 @@ def phase_judge(all_cases: list[dict], triton: list[dict], workers: int, cache: 
     out: dict = {}
     with EvalPool(workers=workers, gpu=True) as pool:
         started = time.perf_counter()
-        first = pool.evaluate(cuda_jobs[0][1], "def forward(:\n", backend="cuda", size="gpu")
+        first = pool.evaluate((cuda_jobs or triton_jobs)[0][1], "def forward(:\n", backend="cuda", size="gpu")
         out["syntax_error_first_ms"] = round(1e3 * (time.perf_counter() - started), 2)
         out["syntax_error_verdict"] = first.verdict.value
         for label in ("cold", "warm"):
@@ -272,6 +272,8 @@ def print_judge(judge: dict) -> None:
     keys = ["verdict", "latency_s", "wall_s", "beyond_timing_s", "build_s", "speedup", "stage_s", "reason"]
     for label in ("cold", "warm", "triton_cold", "triton_warm"):
         rows = judge[label]
+        if not rows:
+            continue
         print(f"judge {label}: median latency {_median([r['latency_s'] for r in rows])} s, median beyond "
               f"timing {_median([r['beyond_timing_s'] for r in rows])} s")
         print(table(f"judge, {label}, one at a time", rows, keys), flush=True)
