@@ -397,8 +397,8 @@ class _Job:
     the build waits on another step."""
 
     def __init__(self, argv: list[str], cwd: Path):
-        self.process = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                        text=True)
+        self.process = subprocess.Popen(kernels.niced(argv), cwd=cwd, stdout=subprocess.PIPE,
+                                        stderr=subprocess.STDOUT, text=True)
         self.started, self.seconds, self.log = time.monotonic(), 0.0, ""
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
@@ -439,8 +439,8 @@ def _finish(job: _Job, step: str, times: SplitTimes) -> None:
 def _run(argv: list[str], cwd: Path, timeout_s: float = 900, stdin: str | None = None
          ) -> subprocess.CompletedProcess:
     try:
-        return subprocess.run(argv, cwd=cwd, capture_output=True, check=False, text=True, timeout=timeout_s,
-                              input=stdin)
+        return subprocess.run(kernels.niced(argv), cwd=cwd, capture_output=True, check=False, text=True,
+                              timeout=timeout_s, input=stdin)
     except (OSError, subprocess.SubprocessError) as exc:
         raise _Fallback(f"{argv[0]} did not run: {exc}") from None
 

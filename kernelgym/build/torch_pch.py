@@ -46,7 +46,7 @@ def precompiled_header_dir(extra_cflags: list[str], root: Path | None = None) ->
         shutil.copyfile(header, tmp / "torch" / "extension.h")
         ours = {header: str(tmp / "torch" / "extension.h"), pch: str(tmp / "torch" / "extension.h.gch")}
         argv = [ours.get(arg, arg) for arg in command["argv"]]
-        done = subprocess.run(argv, capture_output=True, timeout=900, check=False)
+        done = subprocess.run(kernels.niced(argv), capture_output=True, timeout=900, check=False)
         if done.returncode != 0:
             return None
         os.chmod(tmp, 0o755)
