@@ -185,9 +185,9 @@ def _build_units(request, work: Path, library: Path, roots, times: SplitTimes, u
     (work / "main.cpp").write_text(user_unit, errors="surrogatepass")
     jobs = {"user": _start([_cxx(), f"-I{light}", *user_flags, "-c", "main.cpp", "-o", "main.o"], work)}
     try:
-        cuda_objects, kernels_ = [], []
+        cuda_objects, parts = [], None
         if request.cuda_sources:
-            cuda_objects, kernels_ = _start_cuda_units(request, work, root, light, user_flags, jobs)
+            cuda_objects, parts = _start_cuda_units(request, work, root, light, user_flags, jobs)
         _finish(jobs["user"], "user", times)
         signatures = _signatures(work / "main.o", len(request.functions))
         kinds = [generic_binder.kinds_of(sig) if GENERIC_BINDER else None for sig in signatures]
@@ -196,7 +196,7 @@ def _build_units(request, work: Path, library: Path, roots, times: SplitTimes, u
         (work / "glue.cpp").write_text(_glue_source(signatures, kinds))
         jobs["glue"] = _start([_cxx(), "-fPIC", "-c", "glue.cpp", "-o", "glue.o"], work)
         _finish(jobs["glue"], "glue", times)
-        cuda_objects = _finish_cuda_units(request, work, root, jobs, (cuda_objects, kernels_), times)
+        cuda_objects = _finish_cuda_units(request, work, root, jobs, (cuda_objects, parts), times)
     finally:
         for job in jobs.values():  # a unit that failed leaves the other one nothing to do
             job.kill()
@@ -211,22 +211,41 @@ CUDA_PRELUDE = "#include <torch/types.h>\n#include <cuda.h>\n#include <cuda_runt
 
 
 def _start_cuda_units(request, work: Path, root, light: Path, user_flags,
-                      jobs) -> tuple[list[str], list[str]]:
+                      jobs) -> tuple[list[str], cuda_split.Split | None]:
     """Start compiling the CUDA source: split into a device unit for nvcc and a host unit for the host
     compiler (cuda_split) where it can be, else whole by nvcc with the light header. The objects' names and
-    the split's kernels (none when compiled whole)."""
+    the split (None when compiled whole). With templated kernels the device unit waits for the host unit,
+    whose undefined symbols say which specializations to instantiate."""
     source = "\n".join(request.cuda_sources)
     try:
         parts = cuda_split.split(source)
     except cuda_split.NotSplittable:
-        return _start_whole_cuda_unit(request, work, root, jobs), []
+        return _start_whole_cuda_unit(request, work, root, jobs), None
     (work / "device.cu").write_text(parts.device, errors="surrogatepass")
     (work / "host.cpp").write_text(parts.host, errors="surrogatepass")
-    jobs["device"] = _start(["nvcc", *_nvcc_flags(request), "-c", "device.cu", "-o", "device.o"], work)
+    if not parts.templated:
+        _start_device_unit(request, work, jobs)
     host = [_cxx(), f"-I{light}", "-isystem", os.path.join(_cuda_home() or "/usr/local/cuda", "include"),
             *user_flags, "-c", "host.cpp", "-o", "host.o"]
     jobs["host"] = _start(host, work)
-    return ["device.o", "host.o"], parts.kernels
+    return ["device.o", "host.o"], parts
+
+
+def _start_device_unit(request, work: Path, jobs) -> None:
+    jobs["device"] = _start(["nvcc", *_nvcc_flags(request), "-c", "device.cu", "-o", "device.o"], work)
+
+
+def _instantiate_templates(request, work: Path, parts: cuda_split.Split, jobs, times: SplitTimes) -> None:
+    """Once the host unit is compiled: the specializations it launches, instantiated in the device unit,
+    which then starts."""
+    _finish(jobs["host"], "host", times)
+    launched = list(_symbols(work, "host.o", "--undefined-only").values())
+    try:
+        headers, lines = cuda_split.instances(launched, parts.templated)
+    except cuda_split.NotSplittable as why:
+        raise _Fallback(str(why)) from None
+    (work / "device.cu").write_text(headers + parts.device + lines, errors="surrogatepass")
+    _start_device_unit(request, work, jobs)
 
 
 def _start_whole_cuda_unit(request, work: Path, root, jobs) -> list[str]:
@@ -236,27 +255,31 @@ def _start_whole_cuda_unit(request, work: Path, root, jobs) -> list[str]:
     return ["cuda.o"]
 
 
-def _finish_cuda_units(request, work: Path, root, jobs, started: tuple[list[str], list[str]],
+def _finish_cuda_units(request, work: Path, root, jobs, started: tuple[list[str], cuda_split.Split | None],
                        times: SplitTimes) -> list[str]:
     """Wait for the CUDA units. A split unit that failed for want of a declaration (something the split
     could not see) is compiled again whole; errors in the user's own code are reported as they are."""
-    objects, kernels_ = started
+    objects, parts = started
     if "cuda" in jobs:
         _finish(jobs["cuda"], "cuda", times)
         return objects
     if not objects:
         return objects
     try:
+        if parts.templated:
+            _instantiate_templates(request, work, parts, jobs, times)
         _finish(jobs["device"], "device", times)
         _finish(jobs["host"], "host", times)
+        _check_kernel_symbols(work, parts.kernels)
     except _Fallback as why:
         times.notes.append(f"split CUDA unit: {why}; compiled whole")
         for key in ("device", "host"):
-            jobs.pop(key).kill()
+            job = jobs.pop(key, None)
+            if job is not None:
+                job.kill()
         objects = _start_whole_cuda_unit(request, work, root, jobs)
         _finish(jobs["cuda"], "cuda", times)
         return objects
-    _check_kernel_symbols(work, kernels_)
     times.cuda_split = True
     return objects
 
@@ -264,17 +287,19 @@ def _finish_cuda_units(request, work: Path, root, jobs, started: tuple[list[str]
 def _check_kernel_symbols(work: Path, kernels_: list[str]) -> None:
     """Every kernel the host unit launches is defined by the device unit under the same symbol (a shared
     library links with symbols undefined, and the import would fail, so this is checked here)."""
-
-    def symbols(obj: str, flag: str) -> dict[str, str]:
-        done = _run(["nm", flag, "-P", obj], work)
-        mangled = [line.split()[0] for line in done.stdout.splitlines() if line.strip()]
-        demangled = _run(["c++filt"], work, stdin="\n".join(mangled)).stdout.splitlines()
-        return dict(zip(mangled, demangled, strict=False))
-
-    wanted = {m for m, d in symbols("host.o", "--undefined-only").items() if d.split("(")[0] in kernels_}
-    missing = wanted - set(symbols("device.o", "--defined-only"))
+    wanted = {m for m, d in _symbols(work, "host.o", "--undefined-only").items()
+              if cuda_split.kernel_name(d) in kernels_}
+    missing = wanted - set(_symbols(work, "device.o", "--defined-only"))
     if missing:
         raise _Fallback(f"kernels the device unit does not define as the host unit names them: {missing}")
+
+
+def _symbols(work: Path, obj: str, flag: str) -> dict[str, str]:
+    """An object's symbols (nm's `--undefined-only` or `--defined-only`), mangled -> demangled."""
+    done = _run(["nm", flag, "-P", obj], work)
+    mangled = [line.split()[0] for line in done.stdout.splitlines() if line.strip()]
+    demangled = _run(["c++filt"], work, stdin="\n".join(mangled)).stdout.splitlines()
+    return dict(zip(mangled, demangled, strict=False))
 
 
 def _user_tail(name: str, functions) -> str:
