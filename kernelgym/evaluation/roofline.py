@@ -28,11 +28,13 @@ class TaskCost:
     min_bytes: float
 
 
-def task_cost(model: torch.nn.Module, inputs: list, outputs: list) -> TaskCost:
+def task_cost(model: torch.nn.Module, inputs: list, outputs: list, run=None) -> TaskCost:
+    """`run` does the task's work (default: forward once); a backward task's also runs autograd's backward,
+    and its inputs and outputs hold the upstream gradients and the gradients."""
     from torch.utils.flop_counter import FlopCounterMode
 
     with torch.no_grad(), FlopCounterMode(display=False) as counter:
-        model(*inputs)
+        run() if run is not None else model(*inputs)
     tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
     tensors += list(model.parameters()) + list(model.buffers())
     moved = sum(t.numel() * t.element_size() for t in tensors)
