@@ -32,8 +32,8 @@ def test_ids_are_registered_once():
     assert register_envs() == env_ids()
     assert len(gym.registry) == before
     assert set(env_ids()) <= set(gym.registry)
-    assert sorted(env_ids()) == sorted(f"{f}-L{n}-v0" for f in ("KernelBench", "KernelGym")
-                                       for n in (1, 2, 3))
+    assert sorted(env_ids()) == sorted([f"{f}-L{n}-v0" for f in ("KernelBench", "KernelGym")
+                                        for n in (1, 2, 3)] + ["KernelGym-Backward-v0"])
 
 
 @pytest.mark.parametrize("env_id", env_ids())
