@@ -1,6 +1,6 @@
 """On a real GPU: the task options of issue 30. The backward suite's Triton solutions are ok; bf16 runs of
-five L1 tasks with their honest Triton solutions are ok; a backward left to PyTorch is caught; held-out shapes pass
-for an honest solution.
+five L1 tasks with their honest Triton solutions are ok; a backward left to PyTorch is caught; held-out
+shapes pass for an honest solution.
 
 Run on the H200 host: python -m pytest -m gpu -q -s tests/gpu/test_task_options_gpu.py
 """
