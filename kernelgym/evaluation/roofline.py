@@ -28,18 +28,22 @@ class TaskCost:
     min_bytes: float
 
 
-def task_cost(model: torch.nn.Module, inputs: list, outputs: list, run=None) -> TaskCost:
-    """`run` does the task's work (default: forward once); a backward task's also runs autograd's backward,
-    and its inputs and outputs hold the upstream gradients and the gradients."""
+def task_cost(model: torch.nn.Module, inputs: list, outputs: list, backward_inputs: int = 0) -> TaskCost:
+    """A backward task's inputs end with its upstream gradients (`backward_inputs` items, forward's inputs
+    before them) and its outputs hold the gradients: every one is moved once. Its FLOPs are three times the
+    forward's (each product of the forward has two in the backward: the input's gradient and the weight's;
+    the counter cannot follow autograd.grad)."""
     from torch.utils.flop_counter import FlopCounterMode
 
+    forward_inputs = inputs[:len(inputs) - backward_inputs]
     with torch.no_grad(), FlopCounterMode(display=False) as counter:
-        run() if run is not None else model(*inputs)
+        model(*forward_inputs)
     tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
     tensors += list(model.parameters()) + list(model.buffers())
     moved = sum(t.numel() * t.element_size() for t in tensors)
     moved += sum(o.numel() * o.element_size() for o in outputs if isinstance(o, torch.Tensor))
-    return TaskCost(flops=float(counter.get_total_flops()), min_bytes=float(moved))
+    flops = float(counter.get_total_flops()) * (3 if backward_inputs else 1)
+    return TaskCost(flops=flops, min_bytes=float(moved))
 
 
 def measure_peaks(device: str) -> Peaks:
