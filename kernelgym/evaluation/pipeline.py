@@ -159,6 +159,11 @@ class Pipeline:
             return "cpu", backend.without_gpu
         return "cpu", "run"
 
+    def peaks_key(self, device: str, threads: int, dtype: str) -> str:
+        """Peaks per machine, and per dtype beside float32 (a bf16 matmul peaks far higher on a GPU)."""
+        key = self.fingerprint(device, threads)
+        return key if dtype == "float32" else f"{key}|{dtype}"
+
     def fingerprint(self, device: str, threads: int) -> str:
         from kernelgym.evaluation.baselines import fingerprint
 
@@ -168,7 +173,7 @@ class Pipeline:
         from dataclasses import asdict
 
         options = job.options
-        peaks = self.peaks.get(self.fingerprint(device, options.threads))
+        peaks = self.peaks.get(self.peaks_key(device, options.threads, job.dtype))
         return ChildJob(
             task_source=job.task_source, solution_source=job.solution_source, backend=job.backend,
             device=device,
@@ -357,8 +362,8 @@ class _Evaluation:
         if msg.peaks and not self.child_job.cached_peaks:
             from kernelgym.evaluation.roofline import Peaks
 
-            self.pipeline.peaks.put(self.pipeline.fingerprint(self.device, self.options.threads),
-                                    Peaks(**msg.peaks))
+            key = self.pipeline.peaks_key(self.device, self.options.threads, self.job.dtype)
+            self.pipeline.peaks.put(key, Peaks(**msg.peaks))
         self.result.stage_s["reference"] = round(time.monotonic() - started, 3)
 
     # sending: a dead candidate is its own crash; a dead reference is the judge's failure -------------------
