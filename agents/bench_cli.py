@@ -59,12 +59,7 @@ def bench_command(
 
     if baseline is None:  # a daVinci checkpoint is benched the way it was trained: skills in the prompt
         baseline = "davinci" if policy.startswith("davinci:") else "refine"
-    if suite is not None:
-        if suite != "backward":
-            typer.echo(f"error: --suite takes backward (other suites have their --env), not {suite!r}",
-                       err=True)
-            raise typer.Exit(1)
-        env = "KernelGym-Backward-v0"
+    env = _env_for_suite(env, suite)
     options = _key_values("--baseline-option", baseline_option)
     judge = _key_values("--eval-option", eval_option)
     config = BenchConfig(env=env, policy=policy, baseline=baseline, backend=backend, size=size, tasks=tasks,
@@ -73,6 +68,16 @@ def bench_command(
                          baseline_options=options, eval_options=judge, evaluator=evaluator, shapes=shapes,
                          dtype=dtype)
     _run_and_report(config, "kernelgym bench " + " ".join(shlex.quote(a) for a in _bench_args()))
+
+
+def _env_for_suite(env: str, suite: str | None) -> str:
+    """--suite backward stands for its env id; the other suites are chosen with --env."""
+    if suite is None:
+        return env
+    if suite != "backward":
+        typer.echo(f"error: --suite takes backward (other suites have their --env), not {suite!r}", err=True)
+        raise typer.Exit(1)
+    return "KernelGym-Backward-v0"
 
 
 def _run_and_report(config, command: str) -> None:
