@@ -211,6 +211,12 @@ class BackwardPass:
         wrt = [x for x in leaves if _is_float(x)] + list(model.parameters())
         with torch.enable_grad():
             outs = as_list(model(*leaves))
+            detached = [k for k, o in enumerate(outs) if isinstance(o, torch.Tensor) and o.grad_fn is None
+                        and not o.requires_grad]
+            if detached:
+                raise RuntimeError(f"output {detached[0]} is not attached to autograd: a backward task's "
+                                   "ModelNew returns outputs autograd can differentiate (a "
+                                   "torch.autograd.Function whose backward runs your kernels)")
             before = self.count()
             grads = torch.autograd.grad(outs, wrt, upstream, allow_unused=True, materialize_grads=True)
             self.kernel_calls += self.count() - before

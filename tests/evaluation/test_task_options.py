@@ -217,6 +217,13 @@ def test_a_wrong_parameter_gradient_is_incorrect_and_named(pool):
     assert "gradient of parameter 'bias'" in result.reasons[0].message
 
 
+def test_a_forward_only_solution_to_a_backward_task_says_what_is_missing(pool, relu_solution):
+    task = bundled_backward().get("backward/L1/1_ReLU")
+    result = pool.evaluate(task, fresh(relu_solution), backend="cpp", timing=False)
+    assert result.verdict is Verdict.RUNTIME_ERROR
+    assert "not attached to autograd" in result.reasons[0].message
+
+
 @pytest.mark.parametrize("example", cheats("cpp", "backward"), ids=lambda e: e.cheat)
 def test_a_backward_left_to_pytorch_is_caught(pool, example):
     task = bundled_backward().get(example.task_id)
