@@ -220,7 +220,11 @@ class BackwardPass:
             before = self.count()
             grads = torch.autograd.grad(outs, wrt, upstream, allow_unused=True, materialize_grads=True)
             self.kernel_calls += self.count() - before
-        return [o.detach() if isinstance(o, torch.Tensor) else o for o in outs] + list(grads)
+        # A gradient that is the upstream gradient itself (an identity's backward, autograd's own included)
+        # is copied on either side alike: an output in an input's memory is a rule of its own.
+        given = {x.untyped_storage().data_ptr() for x in args if isinstance(x, torch.Tensor)}
+        grads = [g.clone() if g.untyped_storage().data_ptr() in given else g for g in grads]
+        return [o.detach() if isinstance(o, torch.Tensor) else o for o in outs] + grads
 
 
 def _is_float(x) -> bool:

@@ -90,6 +90,71 @@ class ModelNew(nn.Module):
 '''
 
 
+ADD_BIAS_TASK = '''
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.bias = nn.Parameter(torch.randn(dim))
+    def forward(self, x):
+        return x + self.bias
+
+batch_size = 32
+dim = 256
+
+def get_inputs():
+    return [torch.randn(batch_size, dim)]
+
+def get_init_inputs():
+    return [dim]
+
+KERNELGYM = {"backward": True, "sizes": {"cpu": {"batch_size": 32, "dim": 256}}}
+'''
+
+# The input's gradient of x + bias is the upstream gradient itself: an honest backward may return it.
+ADD_BIAS_IDENTITY_BACKWARD = r'''
+import torch
+import torch.nn as nn
+from kernelgym.kernels import load_cpp
+
+_lib = load_cpp(r"""
+#include <cstdint>
+extern "C" void add_bias(const float* x, const float* b, float* y, int64_t rows, int64_t cols) {
+    for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < cols; ++c) y[r * cols + c] = x[r * cols + c] + b[c];
+}
+extern "C" void colsum(const float* g, float* db, int64_t rows, int64_t cols) {
+    for (int64_t c = 0; c < cols; ++c) db[c] = 0.0f;
+    for (int64_t r = 0; r < rows; ++r) for (int64_t c = 0; c < cols; ++c) db[c] += g[r * cols + c];
+}
+""")
+
+class _AddBias(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, b):
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        _lib.add_bias(x, b, y, x.shape[0], x.shape[1])
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        g = g.contiguous()
+        db = torch.empty(g.shape[1], dtype=g.dtype)
+        _lib.colsum(g, db, g.shape[0], g.shape[1])
+        return g, db  # the input's gradient is the upstream gradient itself
+
+class ModelNew(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.bias = nn.Parameter(torch.randn(dim))
+    def forward(self, x):
+        return _AddBias.apply(x, self.bias)
+'''
+
+
 def _solution(backend: str, suite: str, task_id: str) -> str:
     return next(e.source for e in examples(backend, suite) if e.task_id == task_id)
 
@@ -230,6 +295,14 @@ def test_a_backward_left_to_pytorch_is_caught(pool, example):
     result = pool.evaluate(task, fresh(example.source), backend="cpp", timing=False)
     assert result.verdict is Verdict.HACK
     assert result.reasons[0].rule == "backward_not_own"
+
+
+def test_an_identity_backward_returning_the_upstream_gradient_is_ok(pool):
+    from kernelgym.tasks import task_from_source
+
+    task = task_from_source(ADD_BIAS_TASK, suite="user", level=1, file_name="1_AddBias.py")
+    result = pool.evaluate(task, fresh(ADD_BIAS_IDENTITY_BACKWARD), backend="cpp", timing=False)
+    assert result.verdict is Verdict.OK, result.reasons
 
 
 def test_a_backward_task_passes_heldout_shapes(pool):
