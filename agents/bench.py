@@ -33,7 +33,7 @@ from kernelgym.errors import KernelGymError, did_you_mean
 
 # Fields that define a run: a rerun into the same folder must agree on these (tasks and samples may grow).
 IDENTITY = ("env", "policy", "baseline", "baseline_options", "backend", "size", "turns", "reward",
-            "eval_options")
+            "eval_options", "shapes", "dtype")
 
 
 class BenchError(KernelGymError, RuntimeError):
@@ -61,6 +61,8 @@ class BenchConfig:
     baseline_options: dict[str, Any] = field(default_factory=dict)
     eval_options: dict[str, Any] = field(default_factory=dict)  # more EvalOptions for the judge
     tensorboard: bool = True
+    shapes: str = "shown"  # "heldout": correctness also at shapes the judge draws (EnvConfig.shapes)
+    dtype: str | None = None  # "bf16", "fp16", "fp32": the run's float dtype (EnvConfig.dtype)
 
 
 @dataclass
@@ -175,7 +177,9 @@ def _slug(text: str) -> str:
 
 
 def default_out(config: BenchConfig) -> Path:
-    return Path("runs") / "bench" / f"{_slug(config.env)}__{_slug(config.policy)}__{config.baseline}"
+    options = (f"__{config.shapes}" if config.shapes != "shown" else "") + \
+        (f"__{config.dtype}" if config.dtype else "")
+    return Path("runs") / "bench" / f"{_slug(config.env)}__{_slug(config.policy)}__{config.baseline}{options}"
 
 
 def _check_identity(path: Path, current: dict[str, Any]) -> None:
@@ -213,6 +217,10 @@ def _env_kwargs(config: BenchConfig, out: Path, pool: Any) -> dict[str, Any]:
         kwargs["kernelbench_root"] = config.kernelbench_root
     if config.eval_options:
         kwargs["eval_options"] = dict(config.eval_options)
+    if config.shapes != "shown":
+        kwargs["shapes"] = config.shapes
+    if config.dtype:
+        kwargs["dtype"] = config.dtype
     return kwargs
 
 
@@ -265,6 +273,7 @@ def validate(config: BenchConfig) -> None:
                          f"({config_class.__name__}); known: {', '.join(known)}.{hint}")
     baselines.make_config(config.baseline, **config.baseline_options)  # the values, as the baseline checks
     EvalOptions.from_kwargs(**config.eval_options)  # an unknown --eval-option key, named with the known ones
+    EvalOptions.from_kwargs(shapes=config.shapes, **({"dtype": config.dtype} if config.dtype else {}))
     if config.seed < 0:
         raise BenchError(f"--seed must be 0 or more (seeds are numpy's), not {config.seed}")
     if config.samples < 1 or config.concurrency < 1:
@@ -389,7 +398,9 @@ def _report(config: BenchConfig, plan: BenchPlan, out: Path, runner: EpisodeRunn
     summary = summarize(records, plan.task_list(), config.samples)
     meta = {"command": command, "env": config.env, "policy": config.policy, "baseline": config.baseline,
             "backend": config.backend, "size": config.size, "turns": plan.turns, "samples": config.samples,
-            "concurrency": config.concurrency, "env_ids": plan.env_ids, "warnings": list(warnings)}
+            "concurrency": config.concurrency, "env_ids": plan.env_ids, "warnings": list(warnings),
+            "shapes": config.shapes, "dtype": config.dtype or "the tasks' own",
+            "suite": "backward" if any("Backward" in i for i in plan.env_ids) else "bundled"}
     files = write_report(summary, out, meta=meta, tensorboard=config.tensorboard)
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
     if progress:

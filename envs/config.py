@@ -32,6 +32,10 @@ class EnvConfig:
     device: str = "auto"  # "cpu", "cuda" or "auto": where candidates run (decides the defaults above)
     pool: Any = None  # a shared EvalPool; None: the process's default pool, created on first evaluation
     profile: bool = True
+    # "heldout": correctness is also checked at shapes the judge draws within each task's limits (the prompt
+    # says so without naming them)
+    shapes: str = "shown"
+    dtype: str | None = None  # "bf16", "fp16", "fp32": float inputs and parameters in that dtype
     # more EvalOptions (timing_trials, timeout_s, ...)
     eval_options: dict[str, Any] = field(default_factory=dict)
     # The episode.
@@ -81,8 +85,15 @@ class EnvConfig:
             raise ConfigError("target_speedup must be positive")
         if self.max_feedback_chars < 100 or self.max_text_chars < 1000:
             raise ConfigError("max_feedback_chars must be >= 100 and max_text_chars >= 1000")
-        if "size" in self.eval_options:
-            raise ConfigError("set the size with size=..., not in eval_options")
+        for name in ("size", "shapes", "dtype"):
+            if name in self.eval_options:
+                raise ConfigError(f"set the {name} with {name}=..., not in eval_options")
+        from kernelgym.evaluation.options import DTYPES, SHAPES
+
+        if self.shapes not in SHAPES:
+            raise ConfigError(f"shapes must be one of {SHAPES}, not {self.shapes!r}")
+        if self.dtype is not None and self.dtype not in DTYPES:
+            raise ConfigError(f"dtype must be one of {sorted(DTYPES)} or None, not {self.dtype!r}")
         if self.seed is not None and (isinstance(self.seed, bool) or not isinstance(self.seed, int)
                                       or self.seed < 0):
             raise ConfigError(f"seed takes None or an integer >= 0 (numpy's seeds), not {self.seed!r}")

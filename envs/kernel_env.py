@@ -46,7 +46,7 @@ from kernelgym.errors import (
     TaskNotFoundError,
 )
 from kernelgym.evaluation import rules
-from kernelgym.evaluation.options import EvalOptions
+from kernelgym.evaluation.options import DTYPES, EvalOptions
 from kernelgym.evaluation.result import EvalResult, Verdict
 from kernelgym.evaluation.rules import reason
 from kernelgym.rewards import EpisodeState, get_reward, judged
@@ -177,7 +177,9 @@ class KernelEnv(gym.Env[Observation, Action]):
             self.device = "cpu"  # cpp runs on the CPU whatever the machine has
         # "auto": the gpu size only where candidates really run on a GPU (the cpu size keeps CPU timing short)
         self.size = cfg.size if cfg.size != "auto" else ("gpu" if self.device == "cuda" else "cpu")
-        self._eval_options = {"profile": cfg.profile, **cfg.eval_options}
+        self._eval_options = {"profile": cfg.profile, "shapes": cfg.shapes, **cfg.eval_options}
+        if cfg.dtype is not None:
+            self._eval_options["dtype"] = cfg.dtype
         options = EvalOptions.from_kwargs(**self._eval_options)  # a typo fails here, not mid-episode
         self._hardware = hardware_summary(self.device, options.threads)
         self._reward_fn = get_reward(cfg.reward, **cfg.reward_kwargs)
@@ -359,6 +361,8 @@ class KernelEnv(gym.Env[Observation, Action]):
             reference=ep.task.source_at(ep.size), size=ep.size, backend=self.backend, contract=self._contract,
             hardware=self._hardware, turns_left=cfg.max_turns - ep.turn, max_turns=cfg.max_turns,
             answer_format=cfg.answer_format, done_marker=cfg.done_marker, target_speedup=cfg.target_speedup,
+            heldout_shapes=cfg.shapes == "heldout" and bool(ep.task.shape_limits_at(ep.size)),
+            dtype=DTYPES[cfg.dtype] if cfg.dtype else ep.task.dtype, backward=ep.task.backward,
         )
 
     def _observation(self) -> Observation:

@@ -63,6 +63,24 @@ def hardware_summary(device: str, threads: int = 1) -> str:
             f"{threads} thread(s) for both the reference and your solution.")
 
 
+def task_option_notes(heldout_shapes: bool, dtype: str, backward: bool) -> list[str]:
+    """What the judge checks beyond the reference as shown: held-out shapes, the dtype, the backward."""
+    notes = []
+    if dtype != "float32":
+        notes.append(f"- This run is in {dtype}: float inputs, parameters and outputs are {dtype} (the "
+                     f"reference's too); tolerances are {dtype}'s. Computing in a narrower type is caught.")
+    if backward:
+        notes.append("- Forward and backward are judged and timed together: for an upstream gradient the "
+                     "judge draws, autograd through your ModelNew must give the gradients of every float "
+                     "input and of every parameter (in the reference's parameter order) that autograd of the "
+                     "reference gives. Write the backward as your own kernels too (a "
+                     "torch.autograd.Function), not PyTorch ops.")
+    if heldout_shapes:
+        notes.append("- Correctness is also checked at held-out shapes, different from the sizes shown above "
+                     "and not named here: do not hardcode the shown sizes.")
+    return notes
+
+
 def build_prompt(
     *,
     task_id: str,
@@ -79,6 +97,9 @@ def build_prompt(
     answer_format: str = "reply",
     done_marker: str = DONE_MARKER,
     target_speedup: float | None = None,
+    heldout_shapes: bool = False,
+    dtype: str = "float32",
+    backward: bool = False,
 ) -> str:
     """One string; only the turns-left line changes between turns (so a prompt cache can reuse the rest)."""
     if answer_format == "tool":
@@ -89,6 +110,7 @@ def build_prompt(
                f"back as the next message. When you cannot improve further, reply with just {done_marker}.")
     goal = (f" The episode ends early once a verified speedup of {target_speedup:g}x is reached."
             if target_speedup else "")
+    notes = task_option_notes(heldout_shapes, dtype, backward)
     return "\n".join([
         f"Task: {task_id} (KernelBench level {level}, {category}; problem size '{size}').",
         (f"Write a faster `ModelNew` for the reference PyTorch module `Model` ({task_name}) using the "
@@ -101,6 +123,7 @@ def build_prompt(
         "",
         "Solution rules:",
         contract.rstrip("\n"),
+        *notes,
         "",
         hardware,
         "",

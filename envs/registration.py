@@ -5,6 +5,7 @@ library is imported here; the entry point is a string that gymnasium resolves on
   Hugging Face dataset when it is in the local cache); without them `gym.make` fails at once and says how
   to get them.
 - KernelGym-L{1,2,3}-v0: kernelgym's bundled suite, offline.
+- KernelGym-Backward-v0: the bundled backward suite (forward and backward judged), levels 1 and 2, offline.
 """
 
 from __future__ import annotations
@@ -22,21 +23,25 @@ LEVELS = (1, 2, 3)
 FAMILIES = {"KernelBench": "kernelbench", "KernelGym": "bundled"}
 
 
+# Ids over a whole suite (every level): id -> suite.
+SUITE_IDS = {"KernelGym-Backward-v0": "backward"}
+
+
 def env_ids() -> list[str]:
-    return [f"{family}-L{level}-v0" for family in FAMILIES for level in LEVELS]
+    return [f"{family}-L{level}-v0" for family in FAMILIES for level in LEVELS] + list(SUITE_IDS)
 
 
 def register_envs() -> list[str]:
     """Register every kernelgym id that is not registered yet; returns the ids (safe to call again)."""
-    for family, suite in FAMILIES.items():
-        for level in LEVELS:
-            env_id = f"{family}-L{level}-v0"
-            if env_id in registry:
-                continue
+    wanted = {f"{family}-L{level}-v0": {"suite": suite, "level": level}
+              for family, suite in FAMILIES.items() for level in LEVELS}
+    wanted.update({env_id: {"suite": suite, "level": None} for env_id, suite in SUITE_IDS.items()})
+    for env_id, kwargs in wanted.items():
+        if env_id not in registry:
             register(
                 id=env_id,
                 entry_point=ENTRY_POINT,
-                kwargs={"suite": suite, "level": level},
+                kwargs=kwargs,
                 # The TimeLimit is applied by the entry point from max_turns (default 4), so that
                 # gym.make(id, max_turns=N) changes it; the spec then reports max_episode_steps=N.
                 max_episode_steps=None,

@@ -48,7 +48,12 @@ def _select(suite: str, level: int | None, kernelbench_root: str | None):
         _fail(str(exc))
 
 
-SuiteOpt = typer.Option("bundled", "--suite", help="bundled, kernelbench, hf, or a path to problem files")
+SuiteOpt = typer.Option("bundled", "--suite", help="bundled, backward, kernelbench, hf, or a path to problem "
+                                                   "files")
+ShapesOpt = typer.Option("shown", "--shapes", help="shown, or heldout: correctness also at shapes the judge "
+                                                   "draws within the task's limits")
+DtypeOpt = typer.Option(None, "--dtype", help="fp32, bf16 or fp16: float inputs and parameters in that dtype "
+                                              "(default: the task's own)")
 LevelOpt = typer.Option(None, "--level", help="only this level (1-3)")
 RootOpt = typer.Option(None, "--kernelbench-root", help="KernelBench checkout (else $KERNELBENCH_ROOT)")
 JsonOpt = typer.Option(False, "--json", help="one JSON object per line")
@@ -67,9 +72,11 @@ def tasks_list(suite: str = SuiteOpt, level: int | None = LevelOpt, kernelbench_
         for task in tasks:
             typer.echo(json.dumps(task.summary()))
         return
-    table = Table("id", "level", "category", "sizes")
+    table = Table("id", "level", "category", "sizes", "options")
     for task in tasks:
-        table.add_row(task.id, str(task.level), task.category, ",".join(task.summary()["sizes"]))
+        marks = ["backward"] * task.backward + ["shapes"] * bool(task.shape_limits)
+        table.add_row(task.id, str(task.level), task.category, ",".join(task.summary()["sizes"]),
+                      ",".join(marks))
     console.print(table)
     console.print(f"{len(tasks)} tasks")
 
@@ -122,7 +129,8 @@ def eval_command(
                                                  "(KernelBench's level_1_problem_19_sample_0_kernel.py or "
                                                  "level1/19_ReLU.py layouts; with --suite)"),
     task: str | None = typer.Option(None, "--task", help="task id or a problem file's path (judges FILES)"),
-    suite: str = typer.Option("bundled", "--suite", help="folder mode: bundled, kernelbench, hf, or a path"),
+    suite: str = typer.Option("bundled", "--suite",
+                              help="folder mode: bundled, backward, kernelbench, hf, or a path"),
     level: int | None = LevelOpt,
     backend: str = typer.Option("cpp", "--backend", help="cpp, triton or cuda"),
     size: str | None = typer.Option(None, "--size", help="cpu or gpu (default: from the hardware)"),
@@ -133,6 +141,8 @@ def eval_command(
     workers: int = typer.Option(1, "--workers", help="folder mode: evaluations in parallel"),
     out: Path | None = typer.Option(None, "--out", help="folder mode: also write the JSON lines here"),
     exit_zero: bool = typer.Option(False, "--exit-zero", help="exit 0 even when a solution is not ok"),
+    shapes: str = ShapesOpt,
+    dtype: str | None = DtypeOpt,
     kernelbench_root: str | None = RootOpt,
     as_json: bool = JsonOpt,
 ) -> None:
@@ -147,8 +157,9 @@ def eval_command(
         _fail(f"unknown backend {backend!r}; choose from {', '.join(names())}")
     if size not in (None, "cpu", "gpu"):
         _fail("--size must be cpu or gpu")
+    options = _task_options(shapes, dtype)
     if task is not None:
-        all_ok = _eval_files(paths, task, backend, size, timeout, ncu, kernelbench_root, as_json)
+        all_ok = _eval_files(paths, task, backend, size, timeout, ncu, kernelbench_root, as_json, options)
     else:
         from kernelgym.folder_eval import FolderEvalConfig
 
@@ -158,14 +169,26 @@ def eval_command(
                   "without it")
         config = FolderEvalConfig(suite=suite, level=level, kernelbench_root=kernelbench_root,
                                   backend=backend,
-                                  size=size, timeout_s=timeout, workers=workers)
+                                  size=size, timeout_s=timeout, workers=workers, options=options)
         judged = [_eval_folder(p, config, out, as_json) for p in paths]  # every folder, even after a failure
         all_ok = all(judged)
     raise typer.Exit(0 if all_ok or exit_zero else 1)
 
 
+def _task_options(shapes: str, dtype: str | None) -> dict:
+    """--shapes and --dtype as evaluation options, checked before anything starts."""
+    from kernelgym.evaluation.options import EvalOptions
+
+    options = {"shapes": shapes, **({"dtype": dtype} if dtype else {})}
+    try:
+        EvalOptions.from_kwargs(**options)
+    except KernelGymError as exc:
+        _fail(str(exc))
+    return options
+
+
 def _eval_files(solutions: list[Path], task: str, backend: str, size: str | None, timeout: float, ncu: bool,
-                kernelbench_root: str | None, as_json: bool) -> bool:
+                kernelbench_root: str | None, as_json: bool, options: dict) -> bool:
     from kernelgym.tasks import resolve_task
     from kernelgym.tasks.cpu_size import with_cpu_size
     from kernelgym.workers.pool import EvalPool
@@ -183,7 +206,8 @@ def _eval_files(solutions: list[Path], task: str, backend: str, size: str | None
                 source = path.read_bytes()
             except OSError as exc:
                 _fail(f"cannot read {path}: {exc.strerror}")
-            result = pool.evaluate(the_task, source, backend=backend, size=size, timeout_s=timeout, ncu=ncu)
+            result = pool.evaluate(the_task, source, backend=backend, size=size, timeout_s=timeout, ncu=ncu,
+                                   **options)
             all_ok = all_ok and result.ok
             if as_json:
                 row = {"solution": str(path), **{k: v for k, v in result.to_dict().items()

@@ -43,6 +43,7 @@ class FolderEvalConfig:
     size: str | None = None  # None: gpu where candidates run on a GPU, else cpu
     timeout_s: float = 60.0
     workers: int = 1
+    options: dict[str, Any] = field(default_factory=dict)  # more EvalOptions (shapes, dtype, ...)
 
 
 @dataclass
@@ -120,7 +121,8 @@ def judge_folder(
             pending: list[tuple[Generation, Future]] = [
                 (
                     gen,
-                    pool.submit(task, source, backend=config.backend, size=size, timeout_s=config.timeout_s),
+                    pool.submit(task, source, backend=config.backend, size=size, timeout_s=config.timeout_s,
+                                **config.options),
                 )
                 for gen, task, source in runnable
             ]

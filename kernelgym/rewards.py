@@ -147,10 +147,25 @@ def drkernel_reward(
     return float(correct_weight + speedup_weight * min(speedup, speedup_cap) + coverage_weight * coverage)
 
 
+def roofline_reward(result: EvalResult, state: EpisodeState | None = None, *, cap: float = 1.0) -> float:
+    """The fraction of this machine's measured peak the solution reaches: the task's floor time (its counted
+    bytes over the measured bandwidth, or its counted FLOPs over the measured matmul rate, whichever is
+    longer) over the solution's median time by the judge's clock; 0 for any failure, a hack, a turn not
+    judged, or a result without a roofline (no timing). Capped at `cap` (1.0: no kernel beats the peak; a
+    fraction above it is a measurement to distrust, not to pay)."""
+    if not result.correct or result.timing is None:
+        return 0.0
+    fraction = result.timing.roofline_fraction
+    if fraction is None or not math.isfinite(fraction) or fraction <= 0:
+        return 0.0
+    return float(min(fraction, cap))
+
+
 REWARDS: dict[str, RewardFn] = {
     "speedup": speedup_reward,
     "fast_p": fast_p_reward,
     "drkernel": drkernel_reward,
+    "roofline": roofline_reward,
 }
 
 _FAST_P = re.compile(r"^fast_(?P<p>\d+(\.\d+)?)$")
@@ -178,4 +193,4 @@ def names() -> list[str]:
 
 
 __all__ = ["NOT_JUDGED", "REWARDS", "EpisodeState", "RewardFn", "drkernel_reward", "fast_p_reward",
-           "get_reward", "judged", "names", "speedup_reward"]
+           "get_reward", "judged", "names", "roofline_reward", "speedup_reward"]

@@ -59,7 +59,7 @@ def test_every_failure_is_below_every_correct_solution(name):
     assert best_failure < worst_correct
 
 
-@pytest.mark.parametrize("name", ["speedup", "fast_p", "drkernel"])
+@pytest.mark.parametrize("name", ["speedup", "fast_p", "drkernel", "roofline"])
 def test_a_hack_never_beats_an_honest_failure(name):
     fn = get_reward(name)
     hack = fn(failed(Verdict.HACK), STATE)
@@ -149,10 +149,34 @@ def test_callable_and_unknown():
         get_reward(42)
 
 
-@pytest.mark.parametrize("name", ["speedup", "fast_p", "fast_1.5", "drkernel"])
+@pytest.mark.parametrize("name", ["speedup", "fast_p", "fast_1.5", "drkernel", "roofline"])
 def test_a_turn_the_judge_failed_is_never_charged_as_a_failure(name):
     fn = get_reward(name)
     not_judged = failed(Verdict.INFRASTRUCTURE_ERROR)
     assert fn(not_judged, STATE) == 0.0
     assert all(fn(not_judged, STATE) >= fn(r, STATE) for r in FAILURES)
     assert not judged(not_judged) and all(judged(r) for r in FAILURES + CORRECT)
+
+
+def _at_roofline(fraction: float | None) -> EvalResult:
+    result = correct(1.2)
+    result.timing.roofline_fraction = fraction
+    return result
+
+
+def test_roofline_pays_the_fraction_of_the_measured_peak():
+    fn = get_reward("roofline")
+    assert fn(_at_roofline(0.42), STATE) == pytest.approx(0.42)
+    assert fn(_at_roofline(0.1), STATE) < fn(_at_roofline(0.8), STATE)
+    assert fn(_at_roofline(1.7), STATE) == 1.0  # above the peak: capped, not paid
+    assert get_reward("roofline", cap=2.0)(_at_roofline(1.7), STATE) == pytest.approx(1.7)
+    assert fn(_at_roofline(None), STATE) == 0.0 and fn(correct(timing=False), STATE) == 0.0
+    assert fn(_at_roofline(float("nan")), STATE) == 0.0
+
+
+def test_roofline_pays_nothing_for_a_failure_even_with_a_fraction():
+    fn = get_reward("roofline")
+    wrong = _at_roofline(0.9)
+    wrong.verdict = Verdict.INCORRECT
+    assert fn(wrong, STATE) == 0.0
+    assert all(fn(r, STATE) == 0.0 for r in FAILURES)

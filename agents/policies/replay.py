@@ -60,16 +60,19 @@ def bundled_files(backend: str, *, honest: bool = True, cheats: bool = False) ->
     files = []
     if honest:
         files += [ReplayFile(e.task_id.split("/", 1)[1], e.path) for e in examples(backend)]
+        # the backward suite's ids share their last parts with the bundled suite's: keyed by the whole id
+        files += [ReplayFile(e.task_id, e.path) for e in examples(backend, "backward")]
     if cheats:
         files += [ReplayFile(e.task_id.split("/", 1)[1], e.path, e.cheat, True)
                   for e in bundled_cheats(backend)]
+        files += [ReplayFile(e.task_id, e.path, e.cheat, True) for e in bundled_cheats(backend, "backward")]
     return files
 
 
 def _keys_for(task_id: str) -> list[str]:
-    """Lookup keys of a task id, most specific first: 'L1/1_ReLU' then '1_ReLU'."""
+    """Lookup keys of a task id, most specific first: the whole id, then 'L1/1_ReLU', then '1_ReLU'."""
     parts = task_id.split("/")
-    keys = []
+    keys = [task_id] if len(parts) > 2 else []
     if len(parts) >= 2:
         keys.append("/".join(parts[-2:]))
     keys.append(parts[-1])

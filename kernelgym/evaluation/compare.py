@@ -8,23 +8,53 @@ from kernelgym.evaluation.result import TrialResult
 
 FLOAT32_TOLERANCE = 1e-4  # as KernelBench: tight enough that a bf16/fp16/TF32 downcast fails
 HALF_TOLERANCE = 1e-2
+# atol = rtol per dtype (docs/options.md): a few units in the last place of each half type (fp16 keeps 11
+# significant bits, bf16 8), so a kernel that accumulates in float32 and rounds once passes.
+TOLERANCES = {"float32": FLOAT32_TOLERANCE, "float16": HALF_TOLERANCE, "bfloat16": 2e-2}
+# Half dtypes: a candidate's mean error against a float32 run may be this many times the reference's own.
+PRECISION_ERROR_RATIO = 4.0
 
 
 def tolerance(dtype: str, atol: float | None = None, rtol: float | None = None) -> tuple[float, float]:
-    default = HALF_TOLERANCE if dtype in ("float16", "bfloat16") else FLOAT32_TOLERANCE
+    default = TOLERANCES.get(dtype, FLOAT32_TOLERANCE)
     return (atol if atol is not None else default, rtol if rtol is not None else default)
+
+
+def precision_lost(trial: TrialResult, golden: list[torch.Tensor], expected: list[torch.Tensor],
+                   actual: list, dtype: torch.dtype, labels: list[str] | None = None) -> TrialResult:
+    """`trial` unless an output's mean error against the float32 run (`golden`) is more than
+    PRECISION_ERROR_RATIO times the reference's (or than one unit in the last place of `dtype`, where the
+    reference is exact): the work was done in a narrower type than the task's."""
+    eps = torch.finfo(dtype).eps
+    for k, (gold, want, got) in enumerate(zip(golden, expected, actual)):
+        if not isinstance(got, torch.Tensor) or not gold.is_floating_point() or not gold.numel():
+            continue
+        gold = gold.double()
+        scale = float(gold.abs().mean())
+        ref_err = float((want.double() - gold).abs().mean())
+        got_err = float((got.double() - gold).abs().mean())
+        allowed = max(PRECISION_ERROR_RATIO * ref_err, eps * scale) + 1e-12
+        if got_err > allowed:
+            label = labels[k] if labels and k < len(labels) else f"output {k}"
+            name = str(dtype).removeprefix("torch.")
+            return TrialResult(trial.index, trial.perturbed, False,
+                               f"{label}: mean error {got_err:.3g} against a float32 run of the reference, "
+                               f"{got_err / max(ref_err, 1e-30):.1f}x the {name} reference's {ref_err:.3g} "
+                               f"(allowed {allowed:.3g}): computed in a narrower type than {name}",
+                               lowered_precision=True)
+    return trial
 
 
 def compare_trial(
     index: int, perturbed: bool, expected: list[torch.Tensor], actual: list[torch.Tensor | str], atol: float,
-    rtol: float
+    rtol: float, labels: list[str] | None = None
 ) -> TrialResult:
     """`actual` holds tensors, or strings that say why an output is not a usable tensor."""
     if len(actual) != len(expected):
         return TrialResult(index, perturbed, False,
                            f"forward returned {len(actual)} outputs, expected {len(expected)}")
     for k, (want, got) in enumerate(zip(expected, actual)):
-        label = f"output {k}" if len(expected) > 1 else "output"
+        label = labels[k] if labels and k < len(labels) else f"output {k}" if len(expected) > 1 else "output"
         if isinstance(got, str):
             return TrialResult(index, perturbed, False, f"{label}: {got}")
         if tuple(got.shape) != tuple(want.shape):

@@ -22,3 +22,5 @@ class EvalJob:
     backend: str
     size: str
     options: EvalOptions = field(default_factory=EvalOptions)
+    shape_limits: dict[str, list[int]] = field(default_factory=dict)  # at the chosen size (held-out shapes)
+    backward: bool = False  # forward and backward are judged

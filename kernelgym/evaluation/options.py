@@ -7,6 +7,11 @@ from typing import Any
 
 from kernelgym.errors import ConfigError
 
+# `dtype=` names: the short ones and torch's own.
+DTYPES = {"fp32": "float32", "float32": "float32", "bf16": "bfloat16", "bfloat16": "bfloat16",
+          "fp16": "float16", "float16": "float16"}
+SHAPES = ("shown", "heldout")
+
 
 @dataclass
 class EvalOptions:
@@ -47,6 +52,11 @@ class EvalOptions:
     # time the reference (eager, and compiled with compile_baseline); no candidate
     baseline_only: bool = False
     refresh_baseline: bool = False  # with baseline_only: measure again even when a cached baseline exists
+    # "heldout": correctness is also checked on shapes the judge draws within the task's stated limits
+    shapes: str = "shown"
+    heldout_variants: int = 2  # shapes drawn per evaluation under shapes="heldout"
+    # None: the task's own dtype; "bf16"/"fp16"/"fp32": float inputs and parameters in that dtype
+    dtype: str | None = None
     seed: int | None = None  # fixes the hidden seeds (for debugging only: normal runs draw fresh ones)
 
     @classmethod
@@ -60,6 +70,14 @@ class EvalOptions:
         options = cls(**values)
         if options.size not in (None, "cpu", "gpu"):
             raise ConfigError(f"size must be 'cpu' or 'gpu', not {options.size!r}")
+        if options.shapes not in SHAPES:
+            raise ConfigError(f"shapes must be one of {SHAPES}, not {options.shapes!r}")
+        if options.dtype is not None:
+            if options.dtype not in DTYPES:
+                raise ConfigError(f"dtype must be one of {sorted(DTYPES)} or None, not {options.dtype!r}")
+            options.dtype = DTYPES[options.dtype]
+        if options.heldout_variants < 1:
+            raise ConfigError("heldout_variants must be at least 1")
         if options.correctness_trials < 1 or options.timing_trials < 1:
             raise ConfigError("correctness_trials and timing_trials must be at least 1")
         return options

@@ -72,6 +72,7 @@ class _Batch:
     candidate_ms: float = 0.0
     candidate_cpu_s: float = 0.0
     own_kernel_calls: int = 0
+    backward_kernel_calls: int = -1
     profile: dict = field(default_factory=dict)
 
 
@@ -101,9 +102,11 @@ class Pipeline:
                 self._baseline(job, result, eval_dir)
             else:
                 _Evaluation(self, job, result, eval_dir).run()
+                if job.options.shapes == "heldout" and job.shape_limits and result.verdict is Verdict.OK:
+                    self._heldout_shapes(job, result, eval_dir)
         except _Outcome as outcome:
             result.verdict = outcome.finding.verdict or Verdict.CRASH
-            result.reasons.append(outcome.finding)
+            result.reasons.append(_dtype_named(outcome.finding, job))
             if result.timing is not None and result.verdict is not Verdict.OK:
                 result.timing.verified = False
         finally:
@@ -116,12 +119,50 @@ class Pipeline:
         result.wall_s = round(time.monotonic() - started, 3)
         return result
 
+    def _heldout_shapes(self, job: EvalJob, result: EvalResult, eval_dir: str) -> None:
+        """Correctness again at shapes the prompt never showed, drawn here within the task's limits, each in
+        processes of its own (the constants change the init arguments as well as the inputs)."""
+        import dataclasses
+
+        from kernelgym.tasks.task import draw_shape_variant, substitute_constants
+
+        started = time.monotonic()
+        rng = _seed_source(job.options)
+        options = dataclasses.replace(job.options, shapes="shown", timing=False, profile=False, ncu=False,
+                                      compile_baseline=False, correctness_trials=2,
+                                      perturbed_trials=min(1, job.options.perturbed_trials))
+        result.heldout_shapes = []
+        for index in range(job.options.heldout_variants):
+            values = draw_shape_variant(job.task_source, job.shape_limits, rng)
+            shape = ", ".join(f"{name}={value}" for name, value in values.items())
+            variant = dataclasses.replace(job, task_source=substitute_constants(job.task_source, values),
+                                          options=options, shape_limits={})
+            checked = EvalResult(task_id=job.task_id, backend=job.backend, size=job.size, verdict=Verdict.OK)
+            folder = os.path.join(eval_dir, f"heldout-{index}")
+            os.mkdir(folder)
+            try:
+                _Evaluation(self, variant, checked, folder).run()
+            except _Outcome as outcome:
+                result.heldout_shapes.append({"constants": values, "passed": False})
+                finding = outcome.finding
+                said = f"held-out shape {shape}: {finding.rule}: {finding.message}"
+                if finding.verdict in (Verdict.INCORRECT, Verdict.RUNTIME_ERROR, Verdict.CRASH):
+                    raise _end(rules.HELDOUT_SHAPE, said) from None
+                raise _Outcome(Reason(finding.rule, said)) from None
+            result.heldout_shapes.append({"constants": values, "passed": True})
+        result.stage_s["heldout_shapes"] = round(time.monotonic() - started, 3)
+
     def placement(self, backend: backends.Backend) -> tuple[str, str]:
         if backend.device == "cuda" and self.has_gpu:
             return "cuda", "run"
         if backend.device == "cuda":
             return "cpu", backend.without_gpu
         return "cpu", "run"
+
+    def peaks_key(self, device: str, threads: int, dtype: str) -> str:
+        """Peaks per machine, and per dtype beside float32 (a bf16 matmul peaks far higher on a GPU)."""
+        key = self.fingerprint(device, threads)
+        return key if dtype == "float32" else f"{key}|{dtype}"
 
     def fingerprint(self, device: str, threads: int) -> str:
         from kernelgym.evaluation.baselines import fingerprint
@@ -132,7 +173,7 @@ class Pipeline:
         from dataclasses import asdict
 
         options = job.options
-        peaks = self.peaks.get(self.fingerprint(device, options.threads))
+        peaks = self.peaks.get(self.peaks_key(device, options.threads, job.dtype))
         return ChildJob(
             task_source=job.task_source, solution_source=job.solution_source, backend=job.backend,
             device=device,
@@ -140,6 +181,7 @@ class Pipeline:
             threads=options.threads, cached_peaks=asdict(peaks) if peaks else None,
             timing_config=TimingConfig(trials=options.timing_trials, budget_s=options.timing_budget_s,
                                        subtract_sync_cost=options.subtract_sync_cost),
+            backward=job.backward,
         )
 
     # baselines: the reference timed alone, in its own (trusted) process ----------------------------------
@@ -215,6 +257,16 @@ class Pipeline:
                 return "timeout", {}
             finally:
                 child.close()
+
+
+def _dtype_named(finding: Reason, job: EvalJob) -> Reason:
+    """A failure of a run in another dtype than the task's own says so: a kernel written for float32 alone
+    reads or writes half-precision tensors as floats."""
+    if not job.options.dtype or job.dtype == "float32" or finding.verdict not in (
+            Verdict.INCORRECT, Verdict.RUNTIME_ERROR, Verdict.CRASH):
+        return finding
+    return Reason(finding.rule, f"{finding.message} (this run's float inputs, parameters and outputs are "
+                                f"{job.dtype}: dtype={job.options.dtype!r})")
 
 
 def _cuda_initialized_here() -> bool:
@@ -310,8 +362,8 @@ class _Evaluation:
         if msg.peaks and not self.child_job.cached_peaks:
             from kernelgym.evaluation.roofline import Peaks
 
-            self.pipeline.peaks.put(self.pipeline.fingerprint(self.device, self.options.threads),
-                                    Peaks(**msg.peaks))
+            key = self.pipeline.peaks_key(self.device, self.options.threads, self.job.dtype)
+            self.pipeline.peaks.put(key, Peaks(**msg.peaks))
         self.result.stage_s["reference"] = round(time.monotonic() - started, 3)
 
     # sending: a dead candidate is its own crash; a dead reference is the judge's failure -------------------
@@ -485,8 +537,11 @@ class _Evaluation:
                 raise _end(rules.EXTRA_CORES, f"the candidate's threads reached cores {sorted(outside)}, "
                                               f"beyond the {len(self.cores)} the reference gets")
         record.own_kernel_calls, record.profile = int(done.own_kernel_calls), dict(done.profile or {})
-        if done.precision_lowered and self.job.dtype == "float32":
-            raise _end(rules.PRECISION_DOWNGRADE, "TF32 or reduced-precision matmul was switched on")
+        record.backward_kernel_calls = int(done.backward_kernel_calls)
+        if done.precision_lowered:
+            raise _end(rules.PRECISION_DOWNGRADE, "TF32 or reduced-precision matmul was switched on"
+                       if self.job.dtype == "float32" else
+                       f"half-precision reductions were switched on for a {self.job.dtype} run")
         return done
 
     def _check(self, record: _Batch, done: m.BatchDone, fd: int | None, inputs_ipc: list | None) -> None:
@@ -513,6 +568,8 @@ class _Evaluation:
         if answer.inputs_modified:
             raise _end(rules.INPUTS_MODIFIED, "forward wrote into its input tensors")
         trial = TrialResult(**answer.trial)
+        if trial.lowered_precision:
+            raise _end(rules.PRECISION_LOST, f"call {answer.call + 1}: {trial.message}")
         if not trial.passed:
             self.failed_trial = (answer.call, trial)
             raise _Mismatch(answer.call, trial)
@@ -647,6 +704,12 @@ class _Evaluation:
         if self.device == "cpu" and record.own_kernel_calls < record.calls:
             raise _end(rules.KERNEL_NOT_CALLED, "forward ran the solution's kernels "
                                                 f"{record.own_kernel_calls} time(s) in {record.calls} calls")
+        # Counted in the candidate's process by the same wrappers as above (native loaders, Triton launches).
+        counted = self.device == "cpu" or self.job.backend == "triton"
+        if self.job.backward and counted and 0 <= record.backward_kernel_calls < record.calls:
+            raise _end(rules.BACKWARD_NOT_OWN, "autograd's backward ran the solution's kernels "
+                                               f"{record.backward_kernel_calls} time(s) in {record.calls} "
+                                               "calls: the backward was left to PyTorch")
 
     # timing -------------------------------------------------------------------------------------------------
     def timing(self) -> None:

@@ -63,6 +63,7 @@ class TrialResult:
     first_mismatch: list[int] | None = None
     expected_value: float | None = None
     actual_value: float | None = None
+    lowered_precision: bool = False  # half dtypes: the outputs' error is that of a narrower type
 
 
 @dataclass
@@ -158,6 +159,8 @@ class EvalResult:
     output_tail: str = ""  # the candidate's captured stdout/stderr, bounded
     wall_s: float = 0.0
     stage_s: dict[str, float] = field(default_factory=dict)  # wall seconds per stage, where the time went
+    # shapes="heldout": the drawn constants of each held-out shape checked, and whether it passed
+    heldout_shapes: list[dict] | None = None
 
     @property
     def ok(self) -> bool:
@@ -224,7 +227,7 @@ class EvalResult:
                 "kernels": [KernelMetrics(**k) for k in profile.get("kernels", [])],
             }),
             output_tail=data.get("output_tail", ""), wall_s=data.get("wall_s", 0.0),
-            stage_s=dict(data.get("stage_s", {})),
+            stage_s=dict(data.get("stage_s", {})), heldout_shapes=data.get("heldout_shapes"),
         )
 
     def to_feedback(self, max_chars: int = 4000) -> str:

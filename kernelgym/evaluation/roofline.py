@@ -19,7 +19,7 @@ from kernelgym.evaluation.baselines import JsonCache
 @dataclass
 class Peaks:
     bandwidth_gbs: float  # GB/s, from a copy of a buffer far larger than any cache
-    matmul_tflops: float  # fp32 matmul, TFLOP/s
+    matmul_tflops: float  # a matmul in the run's dtype (fp32 unless the run is bf16/fp16), TFLOP/s
 
 
 @dataclass
@@ -28,20 +28,26 @@ class TaskCost:
     min_bytes: float
 
 
-def task_cost(model: torch.nn.Module, inputs: list, outputs: list) -> TaskCost:
+def task_cost(model: torch.nn.Module, inputs: list, outputs: list, backward_inputs: int = 0) -> TaskCost:
+    """A backward task's inputs end with its upstream gradients (`backward_inputs` items, forward's inputs
+    before them) and its outputs hold the gradients: every one is moved once. Its FLOPs are three times the
+    forward's (each product of the forward has two in the backward: the input's gradient and the weight's;
+    the counter cannot follow autograd.grad)."""
     from torch.utils.flop_counter import FlopCounterMode
 
+    forward_inputs = inputs[:len(inputs) - backward_inputs]
     with torch.no_grad(), FlopCounterMode(display=False) as counter:
-        model(*inputs)
+        model(*forward_inputs)
     tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
     tensors += list(model.parameters()) + list(model.buffers())
     moved = sum(t.numel() * t.element_size() for t in tensors)
     moved += sum(o.numel() * o.element_size() for o in outputs if isinstance(o, torch.Tensor))
-    return TaskCost(flops=float(counter.get_total_flops()), min_bytes=float(moved))
+    flops = float(counter.get_total_flops()) * (3 if backward_inputs else 1)
+    return TaskCost(flops=flops, min_bytes=float(moved))
 
 
-def measure_peaks(device: str) -> Peaks:
-    """About a second of work: a 256 MB copy (64 MB on CPU) and an fp32 matmul (4096; 1024 on CPU)."""
+def measure_peaks(device: str, dtype: str = "float32") -> Peaks:
+    """About a second of work: a 256 MB copy (64 MB on CPU) and a matmul in `dtype` (4096; 1024 on CPU)."""
     gpu = device.startswith("cuda")
     sync = torch.cuda.synchronize if gpu else (lambda: None)
     n_bytes = (256 if gpu else 64) << 20
@@ -61,8 +67,8 @@ def measure_peaks(device: str) -> Peaks:
 
     copy_s = best(lambda: dst.copy_(src), 10)
     size = 4096 if gpu else 1024
-    a = torch.rand(size, size, device=device)
-    b = torch.rand(size, size, device=device)
+    a = torch.rand(size, size, device=device).to(getattr(torch, dtype))
+    b = torch.rand(size, size, device=device).to(getattr(torch, dtype))
     matmul_s = best(lambda: torch.mm(a, b), 5)
     return Peaks(bandwidth_gbs=2 * n_bytes / copy_s / 1e9, matmul_tflops=2 * size**3 / matmul_s / 1e12)
 

@@ -78,7 +78,16 @@ KERNEL_NOT_CALLED = _rule("kernel_not_called", H, "a fallback that runs instead 
                           "(a build failing inside try/except, a token kernel)",
                           "calls into the solution's own kernels during checked and timed calls")
 PRECISION_DOWNGRADE = _rule("precision_downgrade", H, "TF32 or reduced-precision matmul switched on for an "
-                                                      "fp32 task", "the precision flags after each call")
+                                                      "fp32 task (half-precision reductions for a bf16 or "
+                                                      "fp16 run)", "the precision flags after each call")
+PRECISION_LOST = _rule("precision_lost", I, "a bf16 or fp16 run computed in a narrower type (fp8, or bf16 "
+                       "for fp16)", "in the reference process: the outputs' mean error against a float32 run "
+                       "of the reference, at most 4x the reference's own")
+HELDOUT_SHAPE = _rule("heldout_shape", I, "a solution that only works at the shown shapes (hardcoded sizes)",
+                      "correctness on shapes the worker draws within the task's limits, never shown in the "
+                      "prompt, in processes of their own")
+BACKWARD_NOT_OWN = _rule("backward_not_own", H, "a backward task whose backward is left to PyTorch's "
+                         "autograd", "calls into the solution's own kernels while autograd runs the backward")
 # timing ----------------------------------------------------------------------------------------------------
 OUTPUTS_CHANGED = _rule("outputs_changed", H, "timed calls that skip work, cache, or finish after 'done' "
                         "(A1-A4)", "every timed call's outputs, read from the frozen process by the trusted "

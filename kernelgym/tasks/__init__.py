@@ -2,6 +2,7 @@
 
 from kernelgym.tasks.loaders import (
     bundled,
+    bundled_backward,
     from_hf_dataset,
     from_path,
     kernelbench,
@@ -13,6 +14,6 @@ from kernelgym.tasks.task import Task, content_hash
 from kernelgym.tasks.taskset import TaskSet
 
 __all__ = [
-    "Task", "TaskSet", "bundled", "content_hash", "from_hf_dataset", "from_path", "kernelbench", "load_suite",
-    "resolve_task", "task_from_source",
+    "Task", "TaskSet", "bundled", "bundled_backward", "content_hash", "from_hf_dataset", "from_path",
+    "kernelbench", "load_suite", "resolve_task", "task_from_source",
 ]

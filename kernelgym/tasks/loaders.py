@@ -30,6 +30,8 @@ def task_from_source(
     meta = read_metadata(source, origin=path or file_name)
     sizes = dict(meta.get("sizes", {}))
     _check_sizes(sizes, path or file_name)
+    shape_limits = dict(meta.get("shapes", {}))
+    _check_shape_limits(shape_limits, path or file_name)
     return Task(
         id=f"{suite}/L{level}/{pid}_{name}",
         suite=suite,
@@ -44,6 +46,8 @@ def task_from_source(
         rtol=meta.get("rtol"),
         sizes=sizes,
         perturb=str(meta.get("perturb", "signed")),
+        shape_limits=shape_limits,
+        backward=bool(meta.get("backward", False)),
     )
 
 
@@ -51,6 +55,18 @@ def _check_sizes(sizes: dict[str, Any], origin: str) -> None:
     for size, constants in sizes.items():
         if size not in ("cpu", "gpu") or not isinstance(constants, dict):
             raise TaskFormatError(f"{origin}: sizes must map 'cpu'/'gpu' to dicts of constants")
+
+
+def _check_shape_limits(limits: dict[str, Any], origin: str) -> None:
+    for size, constants in limits.items():
+        if size not in ("cpu", "gpu") or not isinstance(constants, dict):
+            raise TaskFormatError(f"{origin}: shapes must map 'cpu'/'gpu' to dicts of constant limits")
+        for name, bounds in constants.items():
+            ok = (isinstance(bounds, list | tuple) and len(bounds) in (2, 3)
+                  and all(isinstance(b, int) and b >= 1 for b in bounds) and bounds[0] <= bounds[1])
+            if not ok:
+                raise TaskFormatError(f"{origin}: shapes[{size!r}][{name!r}] must be [low, high] or "
+                                      "[low, high, step] of positive integers, low <= high")
 
 
 def _folder_tasks(folder: Path, suite: str, level: int) -> list[Task]:
@@ -75,6 +91,17 @@ def bundled(level: int | None = None) -> TaskSet:
         return [t for lv in _levels(level) for t in _folder_tasks(root / f"level{lv}", "bundled", lv)]
 
     return TaskSet(load, "bundled" if level is None else f"bundled L{level}")
+
+
+def bundled_backward(level: int | None = None) -> TaskSet:
+    """kernelgym's backward suite: forward and backward tasks (`suites/backward/level<N>`), offline."""
+    root = Path(str(resources.files("kernelgym") / "suites" / "backward"))
+
+    def load() -> list[Task]:
+        return [t for lv in _levels(level) if (root / f"level{lv}").is_dir()
+                for t in _folder_tasks(root / f"level{lv}", "backward", lv)]
+
+    return TaskSet(load, "backward" if level is None else f"backward L{level}")
 
 
 def kernelbench_root(explicit: str | os.PathLike | None = None) -> Path:
@@ -190,10 +217,12 @@ def _levels(level: int | None) -> tuple[int, ...]:
 
 def load_suite(suite: str = "bundled", *, level: int | None = None,
                kernelbench_root: str | None = None) -> TaskSet:
-    """One entry point for the CLI and the environments: `bundled`, `kernelbench`, `hf`, `curriculum`, or a
-    path."""
+    """One entry point for the CLI and the environments: `bundled`, `backward`, `kernelbench`, `hf`,
+    `curriculum`, or a path."""
     if suite == "bundled":
         return bundled(level)
+    if suite == "backward":
+        return bundled_backward(level)
     if suite == "kernelbench":
         return kernelbench(kernelbench_root, level)
     if suite == "hf":
@@ -214,4 +243,6 @@ def resolve_task(ref: str, *, kernelbench_root: str | None = None) -> Task:
         return kernelbench(kernelbench_root).get(ref)
     if ref.startswith("curriculum/"):
         return load_suite("curriculum").get(ref)
+    if ref.startswith("backward/"):
+        return bundled_backward().get(ref)
     return bundled().get(ref)

@@ -38,6 +38,11 @@ class Task:
     # How correctness trials may redraw float inputs: "signed" (scaled and shifted), "positive" (scaled only,
     # for log/sqrt-like ops) or "none" (the task's own distribution only).
     perturb: str = "signed"
+    # Held-out shapes: per size, the limits within which the judge may redraw each integer constant, as
+    # [low, high] or [low, high, step] (a multiple of step). {} when the task's shapes are fixed.
+    shape_limits: dict[str, dict[str, list[int]]] = field(default_factory=dict, compare=False, hash=False)
+    # Forward and backward: ModelNew must also give autograd's gradients for an upstream gradient.
+    backward: bool = False
 
     @cached_property
     def content_hash(self) -> str:
@@ -54,6 +59,10 @@ class Task:
         overrides = self.sizes.get(size, {}) if size != "gpu" else {}
         return substitute_constants(self.source, overrides) if overrides else self.source
 
+    def shape_limits_at(self, size: str) -> dict[str, list[int]]:
+        """The redraw limits of `size` ({} when the task states none for it)."""
+        return dict(self.shape_limits.get(size, {}))
+
     def summary(self) -> dict[str, Any]:
         return {
             "id": self.id,
@@ -63,6 +72,8 @@ class Task:
             "name": self.name,
             "category": self.category,
             "dtype": self.dtype,
+            "backward": self.backward,
+            "shape_variants": bool(self.shape_limits),
             "sizes": ["gpu", *[s for s in self.sizes if s != "gpu"]],
             "content_hash": self.content_hash[:16],
             "path": self.path,
@@ -145,3 +156,28 @@ def _substitute(node: ast.Assign | ast.AnnAssign, targets: list[ast.expr],
                 replaced.add(element.id)
         return replaced
     return set()
+
+
+def constant_values(source: str) -> dict[str, Any]:
+    """The module's top-level `NAME = <literal>` constants (what size presets and shape variants replace)."""
+    values: dict[str, Any] = {}
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            try:
+                values[node.targets[0].id] = ast.literal_eval(node.value)
+            except ValueError:
+                continue
+    return values
+
+
+def draw_shape_variant(source: str, limits: dict[str, list[int]], rng) -> dict[str, int]:
+    """One held-out shape: each limited constant redrawn within [low, high] (a multiple of step), away from
+    its shown value wherever the limits leave another choice."""
+    shown = constant_values(source)
+    variant = {}
+    for name, bounds in sorted(limits.items()):
+        low, high, step = (*bounds, 1)[:3]
+        choices = list(range(-(-low // step) * step, high + 1, step)) or [low]
+        others = [v for v in choices if v != shown.get(name)]
+        variant[name] = rng.choice(others or choices)
+    return variant

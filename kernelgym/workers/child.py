@@ -47,6 +47,7 @@ class ChildJob:
     compile_baseline: bool = False
     trial_seeds: list[int] = field(default_factory=list)  # baselines only
     perturbed: list[bool] = field(default_factory=list)
+    backward: bool = False  # forward and backward: every call also returns autograd's gradients
 
 
 # helpers of both sides ---------------------------------------------------------------------------------
@@ -116,14 +117,23 @@ def _oom_report_failed(message: str) -> bool:
 
 
 def strict_fp32() -> None:
-    """Full fp32 math for reference and candidate alike (cuDNN convolutions default to TF32)."""
+    """Full-precision math for reference and candidate alike (cuDNN convolutions default to TF32; half
+    matmuls may reduce in half precision)."""
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.set_float32_matmul_precision("highest")
+    torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
+    torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False
 
 
-def lowered_precision() -> bool:
-    return bool(torch.backends.cudnn.allow_tf32 or torch.backends.cuda.matmul.allow_tf32
+def lowered_precision(dtype: str = "float32") -> bool:
+    """Whether a precision flag that matters for the run's dtype was switched on."""
+    matmul = torch.backends.cuda.matmul
+    if dtype == "float16":
+        return bool(matmul.allow_fp16_reduced_precision_reduction)
+    if dtype == "bfloat16":
+        return bool(matmul.allow_bf16_reduced_precision_reduction)
+    return bool(torch.backends.cudnn.allow_tf32 or matmul.allow_tf32
                 or torch.get_float32_matmul_precision() != "highest")
 
 
@@ -185,14 +195,62 @@ def map_ipc(ipc: list[list[dict]], device: str) -> list[list]:
             for items in ipc]
 
 
-def run_batch(model, calls: list[list], device: str) -> list:
-    """The timed work: forward once per input set, then wait for the device. Nothing else."""
+class BackwardPass:
+    """Backward tasks: each input set ends with the upstream gradients and their count; a call returns the
+    forward's outputs, then the gradients of the float inputs, then those of the parameters (in order)."""
+
+    def __init__(self, count=lambda: 0):
+        self.count = count  # the solution's own kernel calls so far
+        self.kernel_calls = 0  # of those, made while autograd ran the backward
+
+    def __call__(self, model, args: list) -> list:
+        upstream_count = int(args[-1])
+        upstream = args[len(args) - 1 - upstream_count:-1]
+        leaves = [x.detach().requires_grad_() if _is_float(x) else x
+                  for x in args[:len(args) - 1 - upstream_count]]
+        wrt = [x for x in leaves if _is_float(x)] + list(model.parameters())
+        with torch.enable_grad():
+            outs = as_list(model(*leaves))
+            detached = [k for k, o in enumerate(outs) if isinstance(o, torch.Tensor) and o.grad_fn is None
+                        and not o.requires_grad]
+            if detached:
+                raise RuntimeError(f"output {detached[0]} is not attached to autograd: a backward task's "
+                                   "ModelNew returns outputs autograd can differentiate (a "
+                                   "torch.autograd.Function whose backward runs your kernels)")
+            before = self.count()
+            grads = torch.autograd.grad(outs, wrt, upstream, allow_unused=True, materialize_grads=True)
+            self.kernel_calls += self.count() - before
+        # A gradient that is the upstream gradient itself (an identity's backward, autograd's own included)
+        # is copied on either side alike: an output in an input's memory is a rule of its own.
+        given = {x.untyped_storage().data_ptr() for x in args if isinstance(x, torch.Tensor)}
+        grads = [g.clone() if g.untyped_storage().data_ptr() in given else g for g in grads]
+        return [o.detach() if isinstance(o, torch.Tensor) else o for o in outs] + grads
+
+
+def _is_float(x) -> bool:
+    return isinstance(x, torch.Tensor) and x.is_floating_point()
+
+
+def upstream_grads(seed: int, shapes: list, dtype: torch.dtype, device: str) -> list:
+    """The upstream gradient of each output, drawn from the trusted side's seed, and their count."""
+    gen = torch.Generator().manual_seed(seed ^ 0xBAC4)
+    return [torch.randn(list(shape), generator=gen).to(device=device, dtype=dtype) for shape in shapes] + \
+        [len(shapes)]
+
+
+def run_batch(model, calls: list[list], device: str, backward: BackwardPass | None = None) -> list:
+    """The timed work: forward (and, for a backward task, autograd's backward) once per input set, then wait
+    for the device. Nothing else."""
     outputs = []
-    with torch.no_grad():
+    if backward is not None:
         for inputs in calls:
-            outputs.append(model(*inputs))
-        if device.startswith("cuda"):
-            torch.cuda.synchronize()
+            outputs.append(backward(model, inputs))
+    else:
+        with torch.no_grad():
+            for inputs in calls:
+                outputs.append(model(*inputs))
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
     return outputs
 
 
@@ -239,6 +297,18 @@ class _ReferenceSide:
         self.job, self.sock = job, sock
         self.dtype = getattr(torch, job.dtype)
         self.batches: dict[int, dict] = {}  # batch -> inputs (and outputs once run)
+        self.backward = BackwardPass() if job.backward else None
+        self.output_shapes: list = []  # the forward's, for the upstream gradients of a backward task
+        self.labels: list[str] | None = None
+        self.precision_checks = 8  # half dtypes: calls still to check against a float32 run
+        self.model_fp32 = None
+
+    def input_set(self, seed: int, perturbed: bool) -> list:
+        job = self.job
+        inputs = make_inputs(self.task, seed, perturbed, job.perturb, self.dtype, job.device)
+        if self.backward is None:
+            return inputs
+        return inputs + upstream_grads(seed, self.output_shapes, self.dtype, job.device)
 
     def start(self) -> bool:
         job = self.job
@@ -255,6 +325,11 @@ class _ReferenceSide:
             bad = [type(o).__name__ for o in out if not isinstance(o, torch.Tensor)]
             if bad:
                 raise TypeError(f"the reference returned non-tensor outputs ({', '.join(bad)})")
+            if self.backward is not None:
+                self.output_shapes = [list(o.shape) for o in out]
+                self.labels = gradient_labels(self.model, probe, len(out))
+                probe = self.input_set(job.init_seed, False)
+                out = run_batch(self.model, [probe], job.device, self.backward)[0]
             ready = m.Ready(init_args=[value_to_wire(v) for v in self.init_args], outputs_per_call=len(out),
                             input_bytes=sum(x.numel() * x.element_size() for x in probe
                                             if isinstance(x, torch.Tensor)),
@@ -270,8 +345,7 @@ class _ReferenceSide:
 
     def make_inputs(self, msg: m.MakeInputs) -> None:
         job = self.job
-        sets = [make_inputs(self.task, s, p, job.perturb, self.dtype, job.device)
-                for s, p in zip(msg.seeds, msg.perturbed)]
+        sets = [self.input_set(s, p) for s, p in zip(msg.seeds, msg.perturbed)]
         entry = {"sets": sets, "keep": [], "outputs": None}
         self.batches[msg.batch] = entry
         if job.device.startswith("cuda"):
@@ -302,10 +376,10 @@ class _ReferenceSide:
             arena, calls = map_arena(fds[0], msg.layout)
         else:
             calls = self.batches[msg.batch]["sets"] if msg.batch in self.batches else []  # [] calibrates
-        outputs = run_batch(self.model, calls, device)
+        outputs = run_batch(self.model, calls, device, self.backward)
         keep: list = []
         described = describe_outputs(outputs, device, keep, export=False)
-        m.send(self.sock, m.BatchDone(msg.batch, described, [], 0, lowered_precision()))
+        m.send(self.sock, m.BatchDone(msg.batch, described, [], 0, lowered_precision(self.job.dtype)))
         entry = self.batches.get(msg.batch)
         if entry is not None and entry["outputs"] is None:
             entry["outputs"] = [as_list(out) for out in outputs]
@@ -361,7 +435,10 @@ class _ReferenceSide:
                 raise ValueError("no reference outputs for that call")
             if actual is None:
                 actual = [self._actual(meta, readback) for meta in msg.outputs[call]]
-            trial = compare_trial(call, False, wanted, actual, msg.atol, msg.rtol)
+            trial = compare_trial(call, False, wanted, actual, msg.atol, msg.rtol, self.labels)
+            if trial.passed and self.precision_checks > 0 and self.dtype in (torch.float16, torch.bfloat16):
+                self.precision_checks -= 1
+                trial = self._precision_kept(entry["sets"][call], wanted, actual, trial)
             modified = "pristine" in entry and any(
                 isinstance(a, torch.Tensor) and not torch.equal(a, b)
                 for a, b in zip(entry["sets"][call], entry["pristine"][call]))
@@ -369,6 +446,20 @@ class _ReferenceSide:
         except (protocol.ProtocolError, KeyError, TypeError, ValueError, IndexError, RuntimeError,
                 MemoryError) as exc:
             return TrialResult(call, False, False, f"malformed output: {str(exc)[:300]}"), False
+
+    def _precision_kept(self, inputs: list, wanted: list, actual: list, trial):
+        """A half-precision run's outputs against the same computation in float32: the candidate's mean error
+        may be a few times the reference's own, not the error of a type narrower than the task's."""
+        import copy
+
+        from kernelgym.evaluation.compare import precision_lost
+
+        if self.model_fp32 is None:
+            self.model_fp32 = copy.deepcopy(self.model).float()
+        wide = [x.float() if _is_float(x) else x for x in inputs]
+        backward = BackwardPass() if self.backward else None
+        golden = run_batch(self.model_fp32, [wide], self.job.device, backward)
+        return precision_lost(trial, as_list(golden[0]), wanted, actual, self.dtype, self.labels)
 
     def _actual(self, meta: dict, readback):
         if "error" in meta:
@@ -434,6 +525,13 @@ def _write_arena(sets: list[list]) -> tuple[int, list[list[dict]]]:
     return readonly, layout
 
 
+def gradient_labels(model, inputs: list, outputs: int) -> list[str]:
+    """How a backward task's outputs are named in a mismatch: the forward's, then each gradient's."""
+    labels = [f"output {k}" if outputs > 1 else "output" for k in range(outputs)]
+    labels += [f"gradient of input {k}" for k, x in enumerate(inputs) if _is_float(x)]
+    return labels + [f"gradient of parameter {name!r}" for name, _ in model.named_parameters()]
+
+
 def _roofline_facts(job: ChildJob, model, inputs, outputs) -> dict:
     """FLOPs and minimum bytes of the task (and the machine's peaks when not cached); {} if they fail."""
     if not job.roofline or job.mode != "run":
@@ -443,8 +541,9 @@ def _roofline_facts(job: ChildJob, model, inputs, outputs) -> dict:
     from kernelgym.evaluation import roofline
 
     try:
-        cost = roofline.task_cost(model, inputs, outputs)
-        peaks = job.cached_peaks or asdict(roofline.measure_peaks(job.device))
+        backward_inputs = int(inputs[-1]) + 1 if job.backward else 0  # the upstream gradients and their count
+        cost = roofline.task_cost(model, inputs, outputs, backward_inputs)
+        peaks = job.cached_peaks or asdict(roofline.measure_peaks(job.device, job.dtype))
         return {"flops": cost.flops, "min_bytes": cost.min_bytes, "peaks": peaks}
     except Exception:  # noqa: BLE001 - a task the counter cannot trace: the result simply has no roofline
         return {}
@@ -468,6 +567,18 @@ def run_reference(job: ChildJob, sock: socket.socket) -> None:
             return
 
 
+def _baseline_call(job: ChildJob, model, sets: list[list], dtype: torch.dtype):
+    """One timed call of the reference alone: forward, or forward and backward for a backward task."""
+    if not job.backward:
+        return lambda k: model(*sets[k])
+    with torch.no_grad():
+        shapes = [list(o.shape) for o in as_list(model(*sets[0]))]
+    for k, seed in enumerate(job.trial_seeds):
+        sets[k] = sets[k] + upstream_grads(seed, shapes, dtype, job.device)
+    backward = BackwardPass()
+    return lambda k: backward(model, sets[k])
+
+
 def run_baseline(job: ChildJob, sock: socket.socket) -> None:
     """Times the reference alone: eager, and torch.compile of it when asked (no candidate involved)."""
     dtype = getattr(torch, job.dtype)
@@ -479,10 +590,11 @@ def run_baseline(job: ChildJob, sock: socket.socket) -> None:
         model = build_model(task.Model, list(task.get_init_inputs()), job.init_seed, dtype, job.device)
         sets = [make_inputs(task, s, p, job.perturb, dtype, job.device)
                 for s, p in zip(job.trial_seeds, job.perturbed)]
+        call = _baseline_call(job, model, sets, dtype)
         timer = timing_mod.Timer(job.device, job.timing_config.subtract_sync_cost)
         timer.calibrate()
         with torch.no_grad():
-            eager = timing_mod.measure_alone(timer, lambda k: model(*sets[k]), len(sets), job.timing_config)
+            eager = timing_mod.measure_alone(timer, call, len(sets), job.timing_config)
             compiled_ms: list[float] = []
             if job.compile_baseline:
                 compiled = torch.compile(model)
@@ -568,6 +680,7 @@ class _CandidateSide:
         self.kept: dict[int, list] = {}  # batch -> its outputs and mappings, alive until Release
         self.mapped: dict[int, list] = {}
         self.stage = "load"
+        self.backward = BackwardPass(lambda: own_calls(self.launches)) if job.backward else None
 
     def load(self) -> bool:
         job = self.job
@@ -609,19 +722,21 @@ class _CandidateSide:
         else:
             calls = self.mapped.get(msg.batch) or map_ipc(msg.ipc, device)
         profile: dict = {}
+        backward_before = self.backward.kernel_calls if self.backward else 0
         if msg.profile:
             from kernelgym.evaluation.profile import own_kernel_names, profile_batch
 
             own = own_kernel_names(self.solution, self.job.solution_source)
-            outputs, profile = profile_batch(lambda: run_batch(self.model, calls, device), device,
-                                             self.launches, own)
+            outputs, profile = profile_batch(lambda: run_batch(self.model, calls, device, self.backward),
+                                             device, self.launches, own)
         else:
-            outputs = run_batch(self.model, calls, device)
+            outputs = run_batch(self.model, calls, device, self.backward)
         described = describe_outputs(outputs, device, keep, calls=calls)
         keep += [outputs, calls]
         self.kept[msg.batch] = keep
+        backward_calls = self.backward.kernel_calls - backward_before if self.backward else -1
         m.send(self.sock, m.BatchDone(msg.batch, described, [], own_calls(self.launches) - calls_before,
-                                      lowered_precision(), profile))
+                                      lowered_precision(self.job.dtype), profile, backward_calls))
 
 
 def run_candidate(job: ChildJob, sock: socket.socket, eval_dir: str) -> None:

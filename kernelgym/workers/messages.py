@@ -110,6 +110,7 @@ class BatchDone(Message):
     own_kernel_calls: int = 0  # counted in C: informative, never trusted alone
     precision_lowered: bool = False
     profile: dict[str, Any] = field(default_factory=dict)
+    backward_kernel_calls: int = -1  # backward tasks: own kernel calls while autograd ran the backward
 
 
 @dataclass

@@ -272,8 +272,11 @@ def make_job(task: Task, source: str | bytes, backend: str, size: str | None, de
         chosen = "gpu"
     if isinstance(source, bytes):
         source = source.decode("utf-8", "replace")
-    return EvalJob(task.id, task.source_at(chosen), task.dtype, task.atol, task.rtol, task.perturb,
-                   source, backend, chosen, opts)
+    dtype, atol, rtol = task.dtype, task.atol, task.rtol
+    if opts.dtype and opts.dtype != task.dtype:  # the task's tolerances are for its own dtype
+        dtype, atol, rtol = opts.dtype, None, None
+    return EvalJob(task.id, task.source_at(chosen), dtype, atol, rtol, task.perturb, source, backend, chosen,
+                   opts, shape_limits=task.shape_limits_at(chosen), backward=task.backward)
 
 
 class EvalPool:

@@ -20,6 +20,8 @@ def make(env_id: str, kernelbench_root, **kwargs) -> gym.Env:
     kwargs.setdefault("backend", "cpp")
     if env_id.startswith("KernelBench"):
         return gym.make(env_id, kernelbench_root=str(kernelbench_root), **kwargs)
+    if "-L" not in env_id:  # a whole suite's id (KernelGym-Backward-v0)
+        return gym.make(env_id, **kwargs)
     level = int(env_id.split("-L")[1][0])
     if not len(bundled(level)):
         pytest.skip(f"the bundled suite has no level {level} tasks yet")
@@ -32,8 +34,8 @@ def test_ids_are_registered_once():
     assert register_envs() == env_ids()
     assert len(gym.registry) == before
     assert set(env_ids()) <= set(gym.registry)
-    assert sorted(env_ids()) == sorted(f"{f}-L{n}-v0" for f in ("KernelBench", "KernelGym")
-                                       for n in (1, 2, 3))
+    assert sorted(env_ids()) == sorted([f"{f}-L{n}-v0" for f in ("KernelBench", "KernelGym")
+                                        for n in (1, 2, 3)] + ["KernelGym-Backward-v0"])
 
 
 @pytest.mark.parametrize("env_id", env_ids())
@@ -107,3 +109,20 @@ def test_kernelbench_falls_back_to_a_cached_hf_dataset(monkeypatch):
                         lambda level=None: from_hf_dataset({"level_1": [row]}, level))
     env = gym.make("KernelBench-L1-v0", size="cpu", backend="cpp")
     assert [t.id for t in env.unwrapped.tasks] == ["kernelbench/L1/1_Relu_Hub"]
+
+
+def test_the_backward_id_offers_the_backward_suite_and_its_prompt_says_so():
+    env = gym.make("KernelGym-Backward-v0", backend="cpp", size="cpu", shapes="heldout", dtype="fp32")
+    assert {t.level for t in env.unwrapped.tasks} == {1, 2}
+    assert all(t.id.startswith("backward/") for t in env.unwrapped.tasks)
+    obs, _ = env.reset(seed=0)
+    assert "gradients of every float input" in obs["prompt"]
+    assert "held-out shapes" in obs["prompt"] and "batch_size=" not in obs["prompt"].split("held-out")[1]
+    env.close()
+
+
+def test_the_prompt_names_a_half_precision_run():
+    env = gym.make("KernelGym-L1-v0", backend="cpp", size="cpu", dtype="bf16")
+    obs, _ = env.reset(options={"task_id": "L1/1_ReLU"})
+    assert "This run is in bfloat16" in obs["prompt"] and "held-out" not in obs["prompt"]
+    env.close()

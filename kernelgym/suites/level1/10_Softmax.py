@@ -26,4 +26,8 @@ def get_init_inputs():
 
 # kernelgym metadata (read without running the file): the cpu size replaces the constants above.
 # Rows are kept at 512 entries: a longer softmax row has outputs so small that zeros would pass atol.
-KERNELGYM = {"category": "activation", "sizes": {"cpu": {"batch_size": 512}}}
+KERNELGYM = {
+    "category": "activation",
+    "sizes": {"cpu": {"batch_size": 512}},
+    "shapes": {"cpu": {"batch_size": [128, 512]}, "gpu": {"batch_size": [49152, 196608]}},
+}

@@ -26,4 +26,8 @@ def get_init_inputs():
 
 
 # kernelgym metadata (read without running the file): the cpu size replaces the constants above.
-KERNELGYM = {"category": "activation", "sizes": {"cpu": {"batch_size": 64, "dim": 4096}}}
+KERNELGYM = {
+    "category": "activation",
+    "sizes": {"cpu": {"batch_size": 64, "dim": 4096}},
+    "shapes": {"cpu": {"batch_size": [16, 64]}, "gpu": {"batch_size": [2048, 8192]}},
+}

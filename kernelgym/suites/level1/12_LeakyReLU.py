@@ -28,4 +28,8 @@ def get_init_inputs():
 
 
 # kernelgym metadata (read without running the file): the cpu size replaces the constants above.
-KERNELGYM = {"category": "activation", "sizes": {"cpu": {"batch_size": 128, "dim": 2048}}}
+KERNELGYM = {
+    "category": "activation",
+    "sizes": {"cpu": {"batch_size": 128, "dim": 2048}},
+    "shapes": {"cpu": {"batch_size": [32, 128]}, "gpu": {"batch_size": [2048, 8192]}},
+}

@@ -27,4 +27,8 @@ def get_init_inputs():
 
 
 # kernelgym metadata (read without running the file): the cpu size replaces the constants above.
-KERNELGYM = {"category": "norm", "sizes": {"cpu": {"batch_size": 2, "seq_len": 128, "hidden": 1024}}}
+KERNELGYM = {
+    "category": "norm",
+    "sizes": {"cpu": {"batch_size": 2, "seq_len": 128, "hidden": 1024}},
+    "shapes": {"cpu": {"batch_size": [1, 2]}, "gpu": {"batch_size": [4, 16]}},
+}

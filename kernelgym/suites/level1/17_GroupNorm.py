@@ -32,4 +32,5 @@ def get_init_inputs():
 KERNELGYM = {
     "category": "norm",
     "sizes": {"cpu": {"batch_size": 4, "channels": 16, "num_groups": 4, "height": 64, "width": 64}},
+    "shapes": {"cpu": {"batch_size": [1, 4]}, "gpu": {"batch_size": [8, 32]}},
 }

@@ -31,4 +31,5 @@ def get_init_inputs():
 KERNELGYM = {
     "category": "norm",
     "sizes": {"cpu": {"batch_size": 4, "channels": 8, "height": 64, "width": 128}},
+    "shapes": {"cpu": {"batch_size": [1, 4]}, "gpu": {"batch_size": [8, 32]}},
 }

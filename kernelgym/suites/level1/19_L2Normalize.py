@@ -26,4 +26,8 @@ def get_init_inputs():
 
 
 # kernelgym metadata (read without running the file): the cpu size replaces the constants above.
-KERNELGYM = {"category": "norm", "sizes": {"cpu": {"batch_size": 256, "dim": 1024}}}
+KERNELGYM = {
+    "category": "norm",
+    "sizes": {"cpu": {"batch_size": 256, "dim": 1024}},
+    "shapes": {"cpu": {"batch_size": [64, 256]}, "gpu": {"batch_size": [2048, 8192]}},
+}

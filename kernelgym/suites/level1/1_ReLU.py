@@ -26,4 +26,9 @@ def get_init_inputs():
 
 
 # kernelgym metadata (read without running the file): the cpu size replaces the constants above.
-KERNELGYM = {"category": "activation", "sizes": {"cpu": {"batch_size": 128, "dim": 4096}}}
+KERNELGYM = {
+    "category": "activation",
+    "sizes": {"cpu": {"batch_size": 128, "dim": 4096}},
+    "shapes": {"cpu": {"batch_size": [16, 256], "dim": [1000, 8192]},
+               "gpu": {"batch_size": [1024, 8192], "dim": [4000, 32768]}},
+}

@@ -34,4 +34,5 @@ def get_init_inputs():
 KERNELGYM = {
     "category": "pooling",
     "sizes": {"cpu": {"batch_size": 4, "channels": 16, "height": 64, "width": 64}},
+    "shapes": {"cpu": {"batch_size": [1, 4]}, "gpu": {"batch_size": [8, 32]}},
 }

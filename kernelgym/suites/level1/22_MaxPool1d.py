@@ -31,4 +31,8 @@ def get_init_inputs():
 
 
 # kernelgym metadata (read without running the file): the cpu size replaces the constants above.
-KERNELGYM = {"category": "pooling", "sizes": {"cpu": {"batch_size": 4, "channels": 16, "length": 4096}}}
+KERNELGYM = {
+    "category": "pooling",
+    "sizes": {"cpu": {"batch_size": 4, "channels": 16, "length": 4096}},
+    "shapes": {"cpu": {"batch_size": [1, 4]}, "gpu": {"batch_size": [16, 64]}},
+}

@@ -29,4 +29,8 @@ def get_init_inputs():
 
 
 # kernelgym metadata (read without running the file): the cpu size replaces the constants above.
-KERNELGYM = {"category": "reduction", "sizes": {"cpu": {"batch_size": 16, "dim1": 512, "dim2": 128}}}
+KERNELGYM = {
+    "category": "reduction",
+    "sizes": {"cpu": {"batch_size": 16, "dim1": 512, "dim2": 128}},
+    "shapes": {"cpu": {"batch_size": [4, 16]}, "gpu": {"batch_size": [32, 128]}},
+}

@@ -28,4 +28,8 @@ def get_init_inputs():
 
 
 # kernelgym metadata (read without running the file): the cpu size replaces the constants above.
-KERNELGYM = {"category": "reduction", "sizes": {"cpu": {"batch_size": 32, "dim1": 128, "dim2": 256}}}
+KERNELGYM = {
+    "category": "reduction",
+    "sizes": {"cpu": {"batch_size": 32, "dim1": 128, "dim2": 256}},
+    "shapes": {"cpu": {"batch_size": [8, 32]}, "gpu": {"batch_size": [32, 128]}},
+}

@@ -28,4 +28,9 @@ def get_init_inputs():
 
 # kernelgym metadata (read without running the file): the cpu size replaces the constants above.
 # A rescaled draw would push the products to 0 or inf, so correctness trials keep the task's own inputs.
-KERNELGYM = {"category": "scan", "sizes": {"cpu": {"batch_size": 64, "length": 4096}}, "perturb": "none"}
+KERNELGYM = {
+    "category": "scan",
+    "sizes": {"cpu": {"batch_size": 64, "length": 4096}},
+    "perturb": "none",
+    "shapes": {"cpu": {"batch_size": [16, 64]}, "gpu": {"batch_size": [4096, 16384]}},
+}

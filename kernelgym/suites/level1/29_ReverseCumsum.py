@@ -28,4 +28,8 @@ def get_init_inputs():
 
 
 # kernelgym metadata (read without running the file): the cpu size replaces the constants above.
-KERNELGYM = {"category": "scan", "sizes": {"cpu": {"batch_size": 64, "length": 4096}}}
+KERNELGYM = {
+    "category": "scan",
+    "sizes": {"cpu": {"batch_size": 64, "length": 4096}},
+    "shapes": {"cpu": {"batch_size": [16, 64]}, "gpu": {"batch_size": [4096, 16384]}},
+}

@@ -26,4 +26,8 @@ def get_init_inputs():
 
 
 # kernelgym metadata (read without running the file): the cpu size replaces the constants above.
-KERNELGYM = {"category": "matmul", "sizes": {"cpu": {"n": 256}}}
+KERNELGYM = {
+    "category": "matmul",
+    "sizes": {"cpu": {"n": 256}},
+    "shapes": {"cpu": {"n": [64, 256]}, "gpu": {"n": [1024, 4096]}},
+}

@@ -26,4 +26,8 @@ def get_init_inputs():
 
 
 # kernelgym metadata (read without running the file): the cpu size replaces the constants above.
-KERNELGYM = {"category": "loss", "sizes": {"cpu": {"batch_size": 256, "num_classes": 1000}}}
+KERNELGYM = {
+    "category": "loss",
+    "sizes": {"cpu": {"batch_size": 256, "num_classes": 1000}},
+    "shapes": {"cpu": {"batch_size": [64, 256]}, "gpu": {"batch_size": [6144, 24576]}},
+}

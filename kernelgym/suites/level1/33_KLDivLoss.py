@@ -32,4 +32,8 @@ def get_init_inputs():
 
 
 # kernelgym metadata (read without running the file): the cpu size replaces the constants above.
-KERNELGYM = {"category": "loss", "sizes": {"cpu": {"batch_size": 128, "num_classes": 1024}}}
+KERNELGYM = {
+    "category": "loss",
+    "sizes": {"cpu": {"batch_size": 128, "num_classes": 1024}},
+    "shapes": {"cpu": {"batch_size": [32, 128]}, "gpu": {"batch_size": [6144, 24576]}},
+}

@@ -33,4 +33,5 @@ def get_init_inputs():
 KERNELGYM = {
     "category": "convolution",
     "sizes": {"cpu": {"batch_size": 2, "in_channels": 8, "out_channels": 16, "height": 32, "width": 32}},
+    "shapes": {"cpu": {"batch_size": [1, 2]}, "gpu": {"batch_size": [8, 32]}},
 }

@@ -33,4 +33,5 @@ def get_init_inputs():
 KERNELGYM = {
     "category": "convolution",
     "sizes": {"cpu": {"batch_size": 4, "in_channels": 16, "out_channels": 32, "length": 1024}},
+    "shapes": {"cpu": {"batch_size": [1, 4]}, "gpu": {"batch_size": [16, 64]}},
 }

@@ -36,4 +36,5 @@ KERNELGYM = {
     "sizes": {
         "cpu": {"batch_size": 2, "in_channels": 4, "out_channels": 8, "depth": 8, "height": 16, "width": 16}
     },
+    "shapes": {"cpu": {"batch_size": [1, 2]}, "gpu": {"batch_size": [2, 8]}},
 }

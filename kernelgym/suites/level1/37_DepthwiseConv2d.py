@@ -32,4 +32,5 @@ def get_init_inputs():
 KERNELGYM = {
     "category": "convolution",
     "sizes": {"cpu": {"batch_size": 4, "channels": 16, "height": 48, "width": 48}},
+    "shapes": {"cpu": {"batch_size": [1, 4]}, "gpu": {"batch_size": [4, 16]}},
 }

@@ -32,4 +32,5 @@ def get_init_inputs():
 KERNELGYM = {
     "category": "convolution",
     "sizes": {"cpu": {"batch_size": 2, "in_channels": 16, "out_channels": 8, "height": 24, "width": 24}},
+    "shapes": {"cpu": {"batch_size": [1, 2]}, "gpu": {"batch_size": [8, 32]}},
 }

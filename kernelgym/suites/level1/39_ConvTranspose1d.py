@@ -34,4 +34,5 @@ def get_init_inputs():
 KERNELGYM = {
     "category": "convolution",
     "sizes": {"cpu": {"batch_size": 4, "in_channels": 16, "out_channels": 8, "length": 512}},
+    "shapes": {"cpu": {"batch_size": [1, 4]}, "gpu": {"batch_size": [16, 64]}},
 }

@@ -28,4 +28,8 @@ def get_init_inputs():
 
 
 # kernelgym metadata (read without running the file): the cpu size replaces the constants above.
-KERNELGYM = {"category": "matmul", "sizes": {"cpu": {"m": 384, "k": 160, "n": 224}}}
+KERNELGYM = {
+    "category": "matmul",
+    "sizes": {"cpu": {"m": 384, "k": 160, "n": 224}},
+    "shapes": {"cpu": {"m": [96, 384], "k": [40, 160], "n": [56, 224]}, "gpu": {"m": [1536, 6144], "k": [384, 1536], "n": [2048, 8192]}},
+}

@@ -35,4 +35,5 @@ KERNELGYM = {
     "category": "attention",
     "sizes": {"cpu": {"batch_size": 2, "num_heads": 4, "seq_len": 128, "head_dim": 32}},
     "perturb": "none",
+    "shapes": {"cpu": {"batch_size": [1, 2]}, "gpu": {"batch_size": [2, 8]}},
 }

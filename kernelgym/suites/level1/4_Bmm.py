@@ -29,4 +29,8 @@ def get_init_inputs():
 
 
 # kernelgym metadata (read without running the file): the cpu size replaces the constants above.
-KERNELGYM = {"category": "matmul", "sizes": {"cpu": {"batch_size": 8, "m": 96, "k": 128, "n": 80}}}
+KERNELGYM = {
+    "category": "matmul",
+    "sizes": {"cpu": {"batch_size": 8, "m": 96, "k": 128, "n": 80}},
+    "shapes": {"cpu": {"batch_size": [2, 8]}, "gpu": {"batch_size": [32, 128]}},
+}

@@ -27,4 +27,8 @@ def get_init_inputs():
 
 
 # kernelgym metadata (read without running the file): the cpu size replaces the constants above.
-KERNELGYM = {"category": "matmul", "sizes": {"cpu": {"m": 512, "k": 2048}}}
+KERNELGYM = {
+    "category": "matmul",
+    "sizes": {"cpu": {"m": 512, "k": 2048}},
+    "shapes": {"cpu": {"m": [128, 512], "k": [512, 2048]}, "gpu": {"m": [2048, 8192], "k": [3072, 12288]}},
+}

@@ -28,4 +28,8 @@ def get_init_inputs():
 
 
 # kernelgym metadata (read without running the file): the cpu size replaces the constants above.
-KERNELGYM = {"category": "matmul", "sizes": {"cpu": {"m": 256, "k": 320, "n": 192}}}
+KERNELGYM = {
+    "category": "matmul",
+    "sizes": {"cpu": {"m": 256, "k": 320, "n": 192}},
+    "shapes": {"cpu": {"m": [64, 256], "k": [80, 320], "n": [48, 192]}, "gpu": {"m": [1024, 4096], "k": [2048, 8192], "n": [512, 2048]}},
+}

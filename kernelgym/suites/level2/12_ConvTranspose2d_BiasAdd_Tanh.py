@@ -33,4 +33,5 @@ def get_init_inputs():
 KERNELGYM = {
     "category": "conv_chain",
     "sizes": {"cpu": {"batch_size": 2, "in_channels": 16, "out_channels": 8, "height": 16, "width": 16}},
+    "shapes": {"cpu": {"batch_size": [1, 2]}, "gpu": {"batch_size": [16, 64]}},
 }

@@ -36,4 +36,5 @@ KERNELGYM = {
     "category": "gemm_chain",
     "sizes": {"cpu": {"batch_size": 4, "seq_len": 128, "head_dim": 64}},
     "perturb": "none",
+    "shapes": {"cpu": {"batch_size": [1, 4]}, "gpu": {"batch_size": [16, 64]}},
 }

@@ -27,4 +27,8 @@ def get_init_inputs():
 
 
 # kernelgym metadata (read without running the file): the cpu size replaces the constants above.
-KERNELGYM = {"category": "gemm_chain", "sizes": {"cpu": {"batch_size": 128, "features": 512}}}
+KERNELGYM = {
+    "category": "gemm_chain",
+    "sizes": {"cpu": {"batch_size": 128, "features": 512}},
+    "shapes": {"cpu": {"batch_size": [32, 128]}, "gpu": {"batch_size": [512, 2048]}},
+}

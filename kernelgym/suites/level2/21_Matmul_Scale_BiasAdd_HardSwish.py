@@ -30,4 +30,8 @@ def get_init_inputs():
 
 
 # kernelgym metadata (read without running the file): the cpu size replaces the constants above.
-KERNELGYM = {"category": "gemm_chain", "sizes": {"cpu": {"m": 128, "k": 512, "n": 256}}}
+KERNELGYM = {
+    "category": "gemm_chain",
+    "sizes": {"cpu": {"m": 128, "k": 512, "n": 256}},
+    "shapes": {"cpu": {"m": [32, 128], "k": [128, 512], "n": [64, 256]}, "gpu": {"m": [512, 2048], "k": [1024, 4096], "n": [1024, 4096]}},
+}

@@ -28,4 +28,8 @@ def get_init_inputs():
 
 
 # kernelgym metadata (read without running the file): the cpu size replaces the constants above.
-KERNELGYM = {"category": "conv_chain", "sizes": {"cpu": {"batch_size": 2, "channels": 16, "height": 32, "width": 32}}}
+KERNELGYM = {
+    "category": "conv_chain",
+    "sizes": {"cpu": {"batch_size": 2, "channels": 16, "height": 32, "width": 32}},
+    "shapes": {"cpu": {"batch_size": [1, 2]}, "gpu": {"batch_size": [8, 32]}},
+}

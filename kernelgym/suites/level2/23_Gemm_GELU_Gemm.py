@@ -32,4 +32,5 @@ def get_init_inputs():
 KERNELGYM = {
     "category": "gemm_chain",
     "sizes": {"cpu": {"batch_size": 64, "features": 256, "hidden_features": 1024}},
+    "shapes": {"cpu": {"batch_size": [16, 64]}, "gpu": {"batch_size": [256, 1024]}},
 }

@@ -33,4 +33,5 @@ def get_init_inputs():
 KERNELGYM = {
     "category": "gemm_chain",
     "sizes": {"cpu": {"batch_size": 256, "in_features": 256, "out_features": 256}},
+    "shapes": {"cpu": {"batch_size": [64, 256]}, "gpu": {"batch_size": [2048, 8192]}},
 }

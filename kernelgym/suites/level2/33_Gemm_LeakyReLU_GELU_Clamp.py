@@ -36,4 +36,5 @@ def get_init_inputs():
 KERNELGYM = {
     "category": "gemm_chain",
     "sizes": {"cpu": {"batch_size": 96, "in_features": 384, "out_features": 384}},
+    "shapes": {"cpu": {"batch_size": [24, 96]}, "gpu": {"batch_size": [512, 2048]}},
 }

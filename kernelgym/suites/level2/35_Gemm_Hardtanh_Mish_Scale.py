@@ -34,4 +34,5 @@ def get_init_inputs():
 KERNELGYM = {
     "category": "gemm_chain",
     "sizes": {"cpu": {"batch_size": 64, "in_features": 512, "out_features": 512}},
+    "shapes": {"cpu": {"batch_size": [16, 64]}, "gpu": {"batch_size": [256, 1024]}},
 }

@@ -33,4 +33,5 @@ def get_init_inputs():
 KERNELGYM = {
     "category": "gemm_chain",
     "sizes": {"cpu": {"num_groups": 4, "tokens": 64, "in_features": 256, "out_features": 256}},
+    "shapes": {"cpu": {"tokens": [16, 64]}, "gpu": {"tokens": [256, 1024]}},
 }

@@ -36,4 +36,5 @@ def get_init_inputs():
 KERNELGYM = {
     "category": "conv_chain",
     "sizes": {"cpu": {"batch_size": 4, "in_channels": 3, "out_channels": 16, "height": 32, "width": 32}},
+    "shapes": {"cpu": {"batch_size": [1, 4]}, "gpu": {"batch_size": [32, 128]}},
 }

@@ -33,4 +33,5 @@ def get_init_inputs():
 KERNELGYM = {
     "category": "gemm_chain",
     "sizes": {"cpu": {"batch_size": 128, "in_features": 256, "out_features": 512, "num_groups": 16}},
+    "shapes": {"cpu": {"batch_size": [32, 128]}, "gpu": {"batch_size": [1024, 4096]}},
 }

@@ -46,4 +46,5 @@ def get_init_inputs():
 KERNELGYM = {
     "category": "attention",
     "sizes": {"cpu": {"batch_size": 2, "seq_len": 128, "embed_dim": 256, "num_heads": 8}},
+    "shapes": {"cpu": {"batch_size": [1, 2]}, "gpu": {"batch_size": [4, 16]}},
 }

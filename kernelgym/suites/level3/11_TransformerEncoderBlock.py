@@ -55,4 +55,5 @@ def get_init_inputs():
 KERNELGYM = {
     "category": "architecture",
     "sizes": {"cpu": {"batch_size": 2, "seq_len": 128, "embed_dim": 128, "num_heads": 4, "mlp_dim": 512}},
+    "shapes": {"cpu": {"batch_size": [1, 2]}, "gpu": {"batch_size": [4, 16]}},
 }

@@ -73,4 +73,5 @@ KERNELGYM = {
             "embed_dim": 128, "num_heads": 4, "mlp_dim": 512,
         }
     },
+    "shapes": {"cpu": {"batch_size": [1, 4]}, "gpu": {"batch_size": [8, 32]}},
 }

@@ -33,4 +33,5 @@ def get_init_inputs():
 KERNELGYM = {
     "category": "rnn",
     "sizes": {"cpu": {"batch_size": 16, "seq_len": 32, "input_size": 64, "hidden_size": 128}},
+    "shapes": {"cpu": {"batch_size": [4, 16]}, "gpu": {"batch_size": [16, 64]}},
 }

@@ -34,4 +34,5 @@ def get_init_inputs():
 KERNELGYM = {
     "category": "rnn",
     "sizes": {"cpu": {"batch_size": 8, "seq_len": 32, "input_size": 64, "hidden_size": 128, "num_tags": 32}},
+    "shapes": {"cpu": {"batch_size": [2, 8]}, "gpu": {"batch_size": [16, 64]}},
 }

@@ -34,4 +34,5 @@ def get_init_inputs():
 KERNELGYM = {
     "category": "mlp",
     "sizes": {"cpu": {"batch_size": 2, "seq_len": 128, "embed_dim": 256, "hidden_dim": 704}},
+    "shapes": {"cpu": {"batch_size": [1, 2]}, "gpu": {"batch_size": [1, 4]}},
 }

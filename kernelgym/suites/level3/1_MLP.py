@@ -38,4 +38,5 @@ KERNELGYM = {
     "sizes": {
         "cpu": {"batch_size": 256, "input_size": 256, "hidden1": 512, "hidden2": 512, "output_size": 128}
     },
+    "shapes": {"cpu": {"batch_size": [64, 256]}, "gpu": {"batch_size": [512, 2048]}},
 }

@@ -42,4 +42,5 @@ def get_init_inputs():
 KERNELGYM = {
     "category": "mlp",
     "sizes": {"cpu": {"batch_size": 512, "input_size": 128, "width": 128, "output_size": 64}},
+    "shapes": {"cpu": {"batch_size": [128, 512]}, "gpu": {"batch_size": [4096, 16384]}},
 }

@@ -33,4 +33,5 @@ def get_init_inputs():
 KERNELGYM = {
     "category": "mlp",
     "sizes": {"cpu": {"batch_size": 64, "in_features": 256, "hidden_features": 4096, "out_features": 256}},
+    "shapes": {"cpu": {"batch_size": [16, 64]}, "gpu": {"batch_size": [1024, 4096]}},
 }

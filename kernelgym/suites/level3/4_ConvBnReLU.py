@@ -39,4 +39,5 @@ def get_init_inputs():
 KERNELGYM = {
     "category": "cnn",
     "sizes": {"cpu": {"batch_size": 4, "in_channels": 16, "out_channels": 32, "height": 32, "width": 32}},
+    "shapes": {"cpu": {"batch_size": [1, 4]}, "gpu": {"batch_size": [8, 32]}},
 }

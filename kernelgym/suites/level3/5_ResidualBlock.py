@@ -43,4 +43,5 @@ def get_init_inputs():
 KERNELGYM = {
     "category": "cnn",
     "sizes": {"cpu": {"batch_size": 4, "in_channels": 32, "out_channels": 64, "height": 32, "width": 32}},
+    "shapes": {"cpu": {"batch_size": [1, 4]}, "gpu": {"batch_size": [16, 64]}},
 }

@@ -40,4 +40,8 @@ def get_init_inputs():
 
 
 # kernelgym metadata (read without running the file): the cpu size replaces the constants above.
-KERNELGYM = {"category": "cnn", "sizes": {"cpu": {"batch_size": 32}}}
+KERNELGYM = {
+    "category": "cnn",
+    "sizes": {"cpu": {"batch_size": 32}},
+    "shapes": {"cpu": {"batch_size": [8, 32]}, "gpu": {"batch_size": [2048, 8192]}},
+}

@@ -50,4 +50,8 @@ def get_init_inputs():
 
 
 # kernelgym metadata (read without running the file): the cpu size replaces the constants above.
-KERNELGYM = {"category": "cnn", "sizes": {"cpu": {"batch_size": 4, "image_size": 32}}}
+KERNELGYM = {
+    "category": "cnn",
+    "sizes": {"cpu": {"batch_size": 4, "image_size": 32}},
+    "shapes": {"cpu": {"batch_size": [1, 4]}, "gpu": {"batch_size": [64, 256]}},
+}

@@ -40,4 +40,5 @@ def get_init_inputs():
 KERNELGYM = {
     "category": "cnn",
     "sizes": {"cpu": {"batch_size": 4, "in_channels": 64, "out_channels": 64, "height": 28, "width": 28}},
+    "shapes": {"cpu": {"batch_size": [1, 4]}, "gpu": {"batch_size": [8, 32]}},
 }

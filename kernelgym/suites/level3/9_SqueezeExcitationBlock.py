@@ -46,4 +46,5 @@ def get_init_inputs():
 KERNELGYM = {
     "category": "cnn",
     "sizes": {"cpu": {"batch_size": 4, "channels": 32, "reduction": 4, "height": 32, "width": 32}},
+    "shapes": {"cpu": {"batch_size": [1, 4]}, "gpu": {"batch_size": [16, 64]}},
 }

@@ -13,7 +13,7 @@ def softmax_rows_kernel(x_ptr, y_ptr, R, C, ROWS: tl.constexpr, BLOCK: tl.conste
     cols = tl.arange(0, BLOCK)
     mask = (rows < R)[:, None] & (cols < C)[None, :]
     offs = rows[:, None].to(tl.int64) * C + cols[None, :]
-    x = tl.load(x_ptr + offs, mask=mask, other=float("-inf"))
+    x = tl.load(x_ptr + offs, mask=mask, other=float("-inf")).to(tl.float32)
     m = tl.max(x, axis=1)
     m = tl.where(rows < R, m, 0.0)  # rows past the end are all -inf: keep them NaN-free
     e = tl.exp(x - m[:, None])
@@ -31,7 +31,7 @@ def softmax_long_kernel(x_ptr, y_ptr, C, BLOCK: tl.constexpr):
     s = tl.zeros((BLOCK,), tl.float32)
     for c0 in range(0, C, BLOCK):
         c = c0 + cols
-        x = tl.load(x_ptr + base + c, mask=c < C, other=float("-inf"))
+        x = tl.load(x_ptr + base + c, mask=c < C, other=float("-inf")).to(tl.float32)
         m_new = tl.maximum(m, x)
         # lanes that have seen only -inf so far keep m_new = -inf: guard their rescale factor
         safe = tl.where(m_new == float("-inf"), 0.0, m_new)
@@ -41,7 +41,7 @@ def softmax_long_kernel(x_ptr, y_ptr, C, BLOCK: tl.constexpr):
     s_row = tl.sum(s * tl.exp(m - m_row), axis=0)
     for c0 in range(0, C, BLOCK):
         c = c0 + cols
-        x = tl.load(x_ptr + base + c, mask=c < C, other=0.0)
+        x = tl.load(x_ptr + base + c, mask=c < C, other=0.0).to(tl.float32)
         tl.store(y_ptr + base + c, tl.exp(x - m_row) / s_row, mask=c < C)
 
 

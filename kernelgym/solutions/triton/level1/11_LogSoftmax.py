@@ -12,7 +12,7 @@ def log_softmax_rows_kernel(x_ptr, y_ptr, R, C, ROWS: tl.constexpr, BLOCK: tl.co
     cols = tl.arange(0, BLOCK)
     mask = (rows < R)[:, None] & (cols < C)[None, :]
     offs = rows[:, None].to(tl.int64) * C + cols[None, :]
-    x = tl.load(x_ptr + offs, mask=mask, other=float("-inf"))
+    x = tl.load(x_ptr + offs, mask=mask, other=float("-inf")).to(tl.float32)
     m = tl.max(x, axis=1)
     m = tl.where(rows < R, m, 0.0)  # rows past the end are all -inf: keep them NaN-free
     s = tl.sum(tl.exp(x - m[:, None]), axis=1)
@@ -29,7 +29,7 @@ def log_softmax_long_kernel(x_ptr, y_ptr, C, BLOCK: tl.constexpr):
     s = tl.zeros((BLOCK,), tl.float32)
     for c0 in range(0, C, BLOCK):
         c = c0 + cols
-        x = tl.load(x_ptr + base + c, mask=c < C, other=float("-inf"))
+        x = tl.load(x_ptr + base + c, mask=c < C, other=float("-inf")).to(tl.float32)
         m_new = tl.maximum(m, x)
         safe = tl.where(m_new == float("-inf"), 0.0, m_new)
         s = s * tl.exp(m - safe) + tl.exp(x - safe)
@@ -38,7 +38,7 @@ def log_softmax_long_kernel(x_ptr, y_ptr, C, BLOCK: tl.constexpr):
     lse = m_row + tl.log(tl.sum(s * tl.exp(m - m_row), axis=0))
     for c0 in range(0, C, BLOCK):
         c = c0 + cols
-        x = tl.load(x_ptr + base + c, mask=c < C, other=0.0)
+        x = tl.load(x_ptr + base + c, mask=c < C, other=0.0).to(tl.float32)
         tl.store(y_ptr + base + c, x - lse, mask=c < C)
 
 

@@ -13,13 +13,13 @@ def layernorm_rows_kernel(x_ptr, w_ptr, b_ptr, y_ptr, R, C, eps, ROWS: tl.conste
     c_ok = cols < C
     mask = (rows < R)[:, None] & c_ok[None, :]
     offs = rows[:, None].to(tl.int64) * C + cols[None, :]
-    x = tl.load(x_ptr + offs, mask=mask, other=0.0)
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
     mean = tl.sum(x, axis=1) / C
     d = tl.where(mask, x - mean[:, None], 0.0)
     var = tl.sum(d * d, axis=1) / C  # biased, as nn.LayerNorm
     rstd = 1.0 / tl.sqrt(var + eps)
-    w = tl.load(w_ptr + cols, mask=c_ok, other=0.0)
-    b = tl.load(b_ptr + cols, mask=c_ok, other=0.0)
+    w = tl.load(w_ptr + cols, mask=c_ok, other=0.0).to(tl.float32)
+    b = tl.load(b_ptr + cols, mask=c_ok, other=0.0).to(tl.float32)
     tl.store(y_ptr + offs, d * rstd[:, None] * w[None, :] + b[None, :], mask=mask)
 
 
@@ -32,20 +32,20 @@ def layernorm_long_kernel(x_ptr, w_ptr, b_ptr, y_ptr, C, eps, BLOCK: tl.constexp
     acc = tl.zeros((BLOCK,), tl.float32)
     for c0 in range(0, C, BLOCK):
         c = c0 + cols
-        acc += tl.load(x_ptr + base + c, mask=c < C, other=0.0)
+        acc += tl.load(x_ptr + base + c, mask=c < C, other=0.0).to(tl.float32)
     mean = tl.sum(acc, axis=0) / C
     acc = tl.zeros((BLOCK,), tl.float32)
     for c0 in range(0, C, BLOCK):
         c = c0 + cols
-        d = tl.where(c < C, tl.load(x_ptr + base + c, mask=c < C, other=0.0) - mean, 0.0)
+        d = tl.where(c < C, tl.load(x_ptr + base + c, mask=c < C, other=0.0).to(tl.float32) - mean, 0.0)
         acc += d * d
     rstd = 1.0 / tl.sqrt(tl.sum(acc, axis=0) / C + eps)
     for c0 in range(0, C, BLOCK):
         c = c0 + cols
         ok = c < C
-        x = tl.load(x_ptr + base + c, mask=ok, other=0.0)
-        w = tl.load(w_ptr + c, mask=ok, other=0.0)
-        b = tl.load(b_ptr + c, mask=ok, other=0.0)
+        x = tl.load(x_ptr + base + c, mask=ok, other=0.0).to(tl.float32)
+        w = tl.load(w_ptr + c, mask=ok, other=0.0).to(tl.float32)
+        b = tl.load(b_ptr + c, mask=ok, other=0.0).to(tl.float32)
         tl.store(y_ptr + base + c, (x - mean) * rstd * w + b, mask=ok)
 
 

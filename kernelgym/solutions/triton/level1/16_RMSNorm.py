@@ -13,9 +13,9 @@ def rmsnorm_rows_kernel(x_ptr, w_ptr, y_ptr, R, C, eps, ROWS: tl.constexpr, BLOC
     c_ok = cols < C
     mask = (rows < R)[:, None] & c_ok[None, :]
     offs = rows[:, None].to(tl.int64) * C + cols[None, :]
-    x = tl.load(x_ptr + offs, mask=mask, other=0.0)
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
     inv = 1.0 / tl.sqrt(tl.sum(x * x, axis=1) / C + eps)
-    w = tl.load(w_ptr + cols, mask=c_ok, other=0.0)
+    w = tl.load(w_ptr + cols, mask=c_ok, other=0.0).to(tl.float32)
     tl.store(y_ptr + offs, x * inv[:, None] * w[None, :], mask=mask)
 
 
@@ -27,14 +27,14 @@ def rmsnorm_long_kernel(x_ptr, w_ptr, y_ptr, C, eps, BLOCK: tl.constexpr):
     acc = tl.zeros((BLOCK,), tl.float32)
     for c0 in range(0, C, BLOCK):
         c = c0 + cols
-        x = tl.load(x_ptr + base + c, mask=c < C, other=0.0)
+        x = tl.load(x_ptr + base + c, mask=c < C, other=0.0).to(tl.float32)
         acc += x * x
     inv = 1.0 / tl.sqrt(tl.sum(acc, axis=0) / C + eps)
     for c0 in range(0, C, BLOCK):
         c = c0 + cols
         ok = c < C
-        x = tl.load(x_ptr + base + c, mask=ok, other=0.0)
-        w = tl.load(w_ptr + c, mask=ok, other=0.0)
+        x = tl.load(x_ptr + base + c, mask=ok, other=0.0).to(tl.float32)
+        w = tl.load(w_ptr + c, mask=ok, other=0.0).to(tl.float32)
         tl.store(y_ptr + base + c, x * inv * w, mask=ok)
 
 

@@ -12,7 +12,7 @@ def l2norm_rows_kernel(x_ptr, y_ptr, R, C, eps, ROWS: tl.constexpr, BLOCK: tl.co
     cols = tl.arange(0, BLOCK)
     mask = (rows < R)[:, None] & (cols < C)[None, :]
     offs = rows[:, None].to(tl.int64) * C + cols[None, :]
-    x = tl.load(x_ptr + offs, mask=mask, other=0.0)
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
     norm = tl.maximum(tl.sqrt(tl.sum(x * x, axis=1)), eps)
     tl.store(y_ptr + offs, x / norm[:, None], mask=mask)
 
@@ -25,12 +25,12 @@ def l2norm_long_kernel(x_ptr, y_ptr, C, eps, BLOCK: tl.constexpr):
     acc = tl.zeros((BLOCK,), tl.float32)
     for c0 in range(0, C, BLOCK):
         c = c0 + cols
-        x = tl.load(x_ptr + base + c, mask=c < C, other=0.0)
+        x = tl.load(x_ptr + base + c, mask=c < C, other=0.0).to(tl.float32)
         acc += x * x
     norm = tl.maximum(tl.sqrt(tl.sum(acc, axis=0)), eps)
     for c0 in range(0, C, BLOCK):
         c = c0 + cols
-        x = tl.load(x_ptr + base + c, mask=c < C, other=0.0)
+        x = tl.load(x_ptr + base + c, mask=c < C, other=0.0).to(tl.float32)
         tl.store(y_ptr + base + c, x / norm, mask=c < C)
 
 

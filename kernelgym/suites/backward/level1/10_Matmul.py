@@ -1,0 +1,36 @@
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """C = A @ B. Forward and backward are judged: the gradients of A and B for an upstream gradient."""
+
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return torch.matmul(a, b)
+
+
+M = 1024
+K = 1024
+N = 1024
+
+
+def get_inputs():
+    return [torch.randn(M, K), torch.randn(K, N)]
+
+
+def get_init_inputs():
+    return []
+
+
+# kernelgym metadata (read without running the file): the cpu size replaces the constants above; held-out
+# shapes are drawn within the limits of "shapes".
+KERNELGYM = {
+    "category": "gemm",
+    "backward": True,
+    "sizes": {"cpu": {"M": 128, "K": 128, "N": 128}},
+    "shapes": {"cpu": {"M": [16, 256], "K": [16, 256], "N": [16, 256]},
+               "gpu": {"M": [256, 2048], "K": [256, 2048], "N": [256, 2048]}},
+}
