@@ -50,6 +50,7 @@ def cases(kernelbench: Path | None, cuda_l1: Path | None, l1_count: int, l1_ids:
     if own is not None and kernelbench is not None:  # ours: l<level>_<id>_<name>.py answers that problem
         for solution in sorted(own.glob("l[123]_*.py")):
             level, _, problem = solution.stem[1:].partition("_")
+            problem = problem.partition("-")[0]  # l1_12_Name-variant.py: another answer to the same problem
             task = kernelbench / "KernelBench" / f"level{level}" / f"{problem}.py"
             if task.exists():
                 found.append({"name": f"own_{solution.stem}", "task": task.read_text(),
