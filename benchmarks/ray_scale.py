@@ -149,8 +149,8 @@ def measure(actors: list[int], scale: float, evaluations: int, seed: int) -> lis
     original = pool_mod.RayEvalPool._start_actor
 
     def fake_actor(self, node_id):
-        return ray.remote(FakeActor).options(num_cpus=0, max_concurrency=self.config.in_flight_per_actor
-                                             + 1).remote()
+        limit = self.config.in_flight_per_actor or 2  # a fake actor's one worker + 1
+        return ray.remote(FakeActor).options(num_cpus=0, max_concurrency=limit + 1).remote()
 
     pool_mod.RayEvalPool._start_actor = fake_actor
     try:

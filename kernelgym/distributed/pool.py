@@ -15,12 +15,14 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from kernelgym.distributed.config import RayPoolConfig
 from kernelgym.errors import ConfigError, KernelGymError, PoolClosedError
+from kernelgym.evaluation import rules
 from kernelgym.evaluation.job import EvalJob
 from kernelgym.evaluation.result import EvalResult, Verdict
+from kernelgym.evaluation.rules import reason
 from kernelgym.tasks.task import Task
 from kernelgym.workers.pool import make_job
 
@@ -39,6 +41,8 @@ class _Slot:
 
     actor: object
     node_id: str
+    limit: int  # evaluations it may hold at once (back-pressure)
+    workers: int
     in_flight: int = 0
     done: int = 0
     futures: set = field(default_factory=set)
@@ -70,12 +74,17 @@ class RayEvalPool:
         from kernelgym.distributed.placement import plan
 
         self.gpu = ray.cluster_resources().get("GPU", 0) > 0 if self.config.gpu is None else self.config.gpu
-        nodes = plan(ray.nodes(), self.gpu, self.config.actors, self.config.cpus_per_actor)
-        self._slots = [_Slot(self._start_actor(node), node) for node in nodes]
+        cluster = ray.nodes()
+        self._nodes = {n["NodeID"]: n for n in cluster}
+        self._ranks: dict[str, int] = {}
+        for node in plan(cluster, self.gpu, self.config.actors, self.config.cpus_per_actor):
+            shape = self.shape(node)
+            limit = self.config.in_flight_per_actor or shape.workers + 1
+            self._slots.append(_Slot(self._start_actor(node), node, limit, shape.workers))
         self._pending: deque[tuple[EvalJob, Future]] = deque()
         self._lock = threading.Lock()
         # One thread waits (ray.get) on each evaluation in flight: there are never more than `capacity`.
-        capacity = len(self._slots) * self.config.in_flight_per_actor
+        capacity = sum(slot.limit for slot in self._slots)
         self._waiters = ThreadPoolExecutor(max_workers=capacity, thread_name_prefix="kernelgym-ray")
         self._closed = False
         self._all: set[Future] = set()
@@ -84,7 +93,14 @@ class RayEvalPool:
 
     @property
     def size(self) -> int:
-        return len(self._slots) * (self.config.pool.workers or 1)
+        return sum(slot.workers for slot in self._slots)
+
+    def shape(self, node_id: str):
+        """What an actor on that node reserves (Ray CPUs, its share of the cores) and its workers."""
+        from kernelgym.distributed.placement import actor_shape
+
+        cfg = self.config
+        return actor_shape(self._nodes[node_id], self.gpu, cfg.cpus_per_actor, cfg.pool.workers)
 
     @property
     def actors(self) -> list:
@@ -97,14 +113,19 @@ class RayEvalPool:
         from kernelgym.distributed.actor import EvalActor
 
         cfg = self.config
+        shape = self.shape(node_id)
+        # The actor's place among this node's actors picks its core slice (a GPU actor uses its GPU's index).
+        rank = self._ranks[node_id] = self._ranks.get(node_id, -1) + 1
         remote = ray.remote(EvalActor).options(
-            num_gpus=1 if self.gpu else 0, num_cpus=cfg.cpus_per_actor,
+            num_gpus=1 if self.gpu else 0, num_cpus=shape.cpus,
             max_restarts=-1, max_task_retries=cfg.max_attempts - 1,
-            max_concurrency=cfg.in_flight_per_actor + 1,  # +1: info() answers while evaluations run
+            # +1: info() answers while evaluations run
+            max_concurrency=(cfg.in_flight_per_actor or shape.workers + 1) + 1,
             # soft: if the node is lost, the replacement goes wherever a GPU (or CPU) is free
             scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=True),
         )
-        return remote.remote(cfg.pool, cfg.cache_dir, self.gpu)
+        pool = replace(cfg.pool, workers=shape.workers)
+        return remote.remote(pool, cfg.cache_dir, self.gpu, shape.cpu_fraction, rank)
 
     def make_job(self, task: Task, source: str | bytes, backend: str = "cpp", size: str | None = None,
                  **options) -> EvalJob:
@@ -136,10 +157,10 @@ class RayEvalPool:
 
     def _dispatch(self) -> None:
         """Hand waiting jobs to the least loaded actors that have room (called with the lock held)."""
-        limit = self.config.in_flight_per_actor
         while self._pending:
-            slot = min(self._slots, key=lambda s: s.in_flight)
-            if slot.in_flight >= limit:
+            # the actor with the most room (its share of its limit) takes the next evaluation
+            slot = min(self._slots, key=lambda s: s.in_flight / s.limit)
+            if slot.in_flight >= slot.limit:
                 return
             job, future = self._pending.popleft()
             if not future.set_running_or_notify_cancel():
@@ -158,9 +179,10 @@ class RayEvalPool:
         future.set_result(result)
 
     def stats(self) -> list[dict]:
-        """Per actor: node, evaluations held now, evaluations finished."""
+        """Per actor: node, workers, evaluations held now, evaluations finished."""
         with self._lock:
-            return [{"node_id": s.node_id, "in_flight": s.in_flight, "done": s.done} for s in self._slots]
+            return [{"node_id": s.node_id, "workers": s.workers, "in_flight": s.in_flight, "done": s.done}
+                    for s in self._slots]
 
     def close(self) -> None:
         """Wait for the evaluations already submitted, then stop the actors (and Ray, if it started it)."""
@@ -203,17 +225,20 @@ class RayEvalPool:
 
 
 def _result_of(job: EvalJob, ref, attempts: int) -> EvalResult:
-    """The actor's answer as an EvalResult; an actor lost `attempts` times, or a Ray failure, is a crash."""
+    """The actor's answer as an EvalResult. An actor lost `attempts` times, or a failure of Ray itself, is the
+    judge's fault, never the candidate's: `infrastructure_error` (not judged, never charged), as EvalPool
+    answers once its own re-runs on fresh workers are spent."""
     import ray
     from ray.exceptions import RayActorError
 
     try:
         return EvalResult.from_dict(ray.get(ref))
     except RayActorError as exc:
-        reason = f"actor_died: the evaluation's Ray actor died {attempts} time(s) ({type(exc).__name__})"
+        detail = f"the evaluation's Ray actor died {attempts} time(s) ({type(exc).__name__}); not judged"
     except Exception as exc:  # noqa: BLE001 - an answer, never an exception out of the pool
-        reason = f"evaluator_error: {type(exc).__name__}: {str(exc)[:300]}"
-    return EvalResult(job.task_id, job.backend, job.size, Verdict.CRASH, [reason])
+        detail = f"the Ray evaluator failed ({type(exc).__name__}: {str(exc)[:300]}); not judged"
+    return EvalResult(job.task_id, job.backend, job.size, Verdict.INFRASTRUCTURE_ERROR,
+                      [reason(rules.INFRASTRUCTURE, detail)])
 
 
 def _init_kwargs(config: RayPoolConfig) -> dict:
