@@ -45,6 +45,7 @@ class _Slot:
     workers: int
     in_flight: int = 0
     done: int = 0
+    slot_held_s: float = 0.0  # seconds its evaluations held the GPU's timing slot (its busy time)
     futures: set = field(default_factory=set)
 
 
@@ -174,15 +175,17 @@ class RayEvalPool:
         with self._lock:
             slot.in_flight -= 1
             slot.done += 1
+            slot.slot_held_s += result.stage_s.get("slot_held", 0.0)
             self._all.discard(future)
             self._dispatch()
         future.set_result(result)
 
     def stats(self) -> list[dict]:
-        """Per actor: node, workers, evaluations held now, evaluations finished."""
+        """Per actor: node, workers, evaluations held now and finished, seconds its GPU's timing slot was held
+        (over a stretch of wall time, the GPU's busy fraction)."""
         with self._lock:
-            return [{"node_id": s.node_id, "workers": s.workers, "in_flight": s.in_flight, "done": s.done}
-                    for s in self._slots]
+            return [{"node_id": s.node_id, "workers": s.workers, "in_flight": s.in_flight, "done": s.done,
+                     "slot_held_s": round(s.slot_held_s, 3)} for s in self._slots]
 
     def close(self) -> None:
         """Wait for the evaluations already submitted, then stop the actors (and Ray, if it started it)."""
