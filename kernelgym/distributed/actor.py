@@ -41,6 +41,9 @@ class EvalActor:
         # Set before the pool spawns anything: workers, compilers and timed processes inherit the slice.
         with contextlib.suppress(OSError, AttributeError):  # no affinity calls (not Linux): unpinned
             os.sched_setaffinity(0, core_slice(list(os.sched_getaffinity(0)), cpu_fraction, rank))
+        if gpu and pool_config.warm_builds is None:
+            # The actors of a node share its build cache: one warm-up of torch's headers (GPU 0's) does.
+            pool_config = replace(pool_config, warm_builds=rank == 0)
         self.pool = EvalPool(replace(pool_config, gpu=gpu))
         self._running: dict[int, str] = {}
         self._lock = threading.Lock()
