@@ -14,17 +14,23 @@ bundled lean CUDA solutions (`load_cuda`, 40%) and KernelBench-format CUDA (`loa
 ReLU sources of benchmarks/, plus benchmarks/kb_format_cuda/ answers to KernelBench problems when
 `--kernelbench DIR` names a checkout), each one made new by a marker in its kernel source.
 
-On the GPU host (H200s, torch 2.11, triton 3.6; no internet: Ray from `bash benchmarks/ray_wheels.sh`'s .whl,
-carried), one device call per GPU count, each within its 10 minutes (the 1-GPU run of 100 candidates takes
-about 5 minutes at the 24 new candidates a minute one H200 sustains; `--deadline-s` stops a run that would
-not fit, and the report then compares the candidates every run finished):
+On the GPU host (H200s, torch 2.11, triton 3.6; no internet), one device call per GPU count on the
+`nvidia-h200-x4` kind (or `-x8`, adding `--gpus 8`), carrying `.whl` (from `bash benchmarks/ray_wheels.sh`):
 
-    pip install -q --no-index --find-links .whl ray
-    for N in 1 2 4; do   # one device call each; add 8 on an 8-GPU host
-        PYTHONUNBUFFERED=1 python benchmarks/ray_multi_gpu.py --gpus $N --out "$OUT" [--kernelbench DIR]
-    done
-    # here, over the files that came back:
+    pip install -q --no-index --find-links .whl ray; export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
+    python3 benchmarks/ray_multi_gpu.py --gpus 1 --out "$OUT" [--kernelbench DIR]
+    # the next calls: the same with --gpus 2, then --gpus 4 (then --gpus 8 on an 8-GPU host)
+    # here, over the files that came back (ray_multi_gpu_<N>.json of each call):
     python benchmarks/ray_multi_gpu.py --report DIR/ray_multi_gpu_*.json --out benchmarks
+
+DIR is a KernelBench checkout carried along, e.g. made here by `mkdir .kb && git --git-dir=/work/.mirror/
+ScalingIntelligence+KernelBench/repo archive HEAD KernelBench | tar -x -C .kb` (`.kb` ignored, in `carry`).
+
+Each call must end within 10 minutes: the warm-up of the seed cache (at most 180 s, before the clock), then
+100 candidates: about 4-5 minutes on one GPU at the 24 new candidates a minute that one H200 with 8 workers
+sustained (benchmarks/cold_build_gpu.md), less on more GPUs. Nothing new starts `--deadline-s` (540 s) after
+the process started; the candidates left out are listed, and the report compares the candidates every run
+finished (the table gives the count).
 
 `--smoke` runs the whole path on the CPU with fake GPUs (`ray.init(num_gpus=N)`, cpp candidates, 1 and 2
 GPUs, a few candidates): tests/distributed/test_ray_multi_gpu_bench.py runs it in CI.
@@ -130,11 +136,15 @@ def warm_cache(folder: Path, smoke: bool) -> None:
     if smoke:
         return
     env = {**os.environ, "KERNELGYM_CACHE": str(folder)}
-    subprocess.run([sys.executable, "-m", "kernelgym.build.torch_ext_split"], env=env, check=False,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=600)
+    try:
+        subprocess.run([sys.executable, "-m", "kernelgym.build.torch_ext_split"], env=env, check=False,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=180)
+    except subprocess.TimeoutExpired:  # the first builds of every run make what is missing
+        pass
 
 
 HOST_CORES = sorted(os.sched_getaffinity(0))  # before any run pins this process
+STARTED = time.monotonic()
 
 
 def confine(gpus: int, cores_per_gpu: int, smoke: bool) -> dict:
@@ -206,7 +216,8 @@ def run_count(gpus: int, items: list[dict], args, cache_seed: Path) -> dict:
     try:
         with RayEvalPool(config) as pool:
             infos = ray.get([actor.info.remote() for actor in pool.actors])
-            rows, wall = judge_all(pool, items, options, args.deadline_s)
+            left_s = args.deadline_s - (time.monotonic() - STARTED)
+            rows, wall = judge_all(pool, items, options, left_s)
             stats = pool.stats()
     finally:
         ray.shutdown()
@@ -301,7 +312,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--candidates", type=int, default=100)
     parser.add_argument("--kernelbench", type=Path, help="a KernelBench checkout (kb_format_cuda's problems)")
     parser.add_argument("--cores-per-gpu", type=int, default=0, help="0: the host's cores over its GPUs")
-    parser.add_argument("--deadline-s", type=float, default=480.0, help="a run starts nothing after this")
+    parser.add_argument("--deadline-s", type=float, default=540.0,
+                        help="nothing new starts this long after the process started (a device call: 600 s)")
     parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", ".")))
     parser.add_argument("--report", nargs="*", type=Path, help="merge these runs' JSON files and stop")
     parser.add_argument("--smoke", action="store_true", help="CPU, fake GPUs, cpp candidates, 1 and 2 GPUs")
