@@ -200,6 +200,16 @@ def judge_all(pool, items: list[dict], options: dict, deadline_s: float) -> tupl
     return rows, last - started
 
 
+def _started(ray, pool, timeout_s: float = 120.0) -> list[dict]:
+    """Every actor's info once all its workers run (started in the background, before the clock)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        infos = ray.get([actor.info.remote() for actor in pool.actors])
+        if all(len(i["worker_pids"]) == i["workers"] for i in infos) or time.monotonic() > deadline:
+            return infos
+        time.sleep(0.5)
+
+
 def run_count(gpus: int, items: list[dict], args, cache_seed: Path) -> dict:
     import ray
 
@@ -215,7 +225,7 @@ def run_count(gpus: int, items: list[dict], args, cache_seed: Path) -> dict:
     config = RayPoolConfig(gpu=True, cache_dir=str(cache), pool=PoolConfig(warm_builds=False, prestart=True))
     try:
         with RayEvalPool(config) as pool:
-            infos = ray.get([actor.info.remote() for actor in pool.actors])
+            infos = _started(ray, pool)
             left_s = args.deadline_s - (time.monotonic() - STARTED)
             rows, wall = judge_all(pool, items, options, left_s)
             stats = pool.stats()
