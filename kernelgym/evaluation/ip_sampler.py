@@ -56,6 +56,7 @@ PERF_EVENT_IOC_ENABLE = 0x2400  # _IO('$', 0)
 PERF_EVENT_IOC_DISABLE = 0x2401  # _IO('$', 1)
 # Bits of the attr's flag word (the C bitfield starting at `disabled`).
 _ATTR_DISABLED = 1 << 0
+_ATTR_INHERIT = 1 << 1
 _ATTR_EXCLUDE_KERNEL = 1 << 5
 _ATTR_EXCLUDE_HV = 1 << 6
 _ATTR_MMAP = 1 << 8
@@ -116,6 +117,8 @@ class IpSamples:
     threads_unsampled: tuple[int, ...] = ()  # alive at stop but not at start: not sampled
     cpu_ns_sampled_threads: int = 0  # CPU time of the sampled threads while enabled (user and kernel)
     exec_mappings_added: tuple[str, ...] = ()  # paths of executable code mapped while sampling
+    # path -> {offset in the file: samples}: where in a library they fell (for its symbols)
+    offsets_by_path: dict[str, dict[int, int]] = field(default_factory=dict)
 
     @property
     def complete(self) -> bool:
@@ -158,8 +161,10 @@ def _refusal_reason(err: int) -> str:
             f"sampling (perf_event_paranoid {paranoid}; a seccomp filter can also deny the syscall)")
 
 
-def _open_event(tid: int, period_ns: int, exclude_kernel: bool) -> int:
-    """A disabled task-clock sampling event on one thread, any CPU. Raises OSError with the errno."""
+def _open_event(tid: int, period_ns: int, exclude_kernel: bool, cpu: int = -1) -> int:
+    """A disabled task-clock sampling event on one thread, any CPU (cpu -1), or on one CPU and then
+    inherited by every thread and process the thread makes (the kernel refuses to map an inherited event
+    of any CPU). Raises OSError with the errno."""
     number = _SYSCALL_PERF_EVENT_OPEN.get(platform.machine())
     if number is None:
         raise PerfUnavailable(f"perf_event_open: no syscall number known for {platform.machine()}")
@@ -169,7 +174,9 @@ def _open_event(tid: int, period_ns: int, exclude_kernel: bool) -> int:
     attr.flags = _ATTR_DISABLED | _ATTR_EXCLUDE_HV | _ATTR_MMAP
     if exclude_kernel:
         attr.flags |= _ATTR_EXCLUDE_KERNEL
-    fd = _libc.syscall(number, ctypes.byref(attr), tid, -1, -1, PERF_FLAG_FD_CLOEXEC)
+    if cpu >= 0:
+        attr.flags |= _ATTR_INHERIT
+    fd = _libc.syscall(number, ctypes.byref(attr), tid, cpu, -1, PERF_FLAG_FD_CLOEXEC)
     if fd < 0:
         err = ctypes.get_errno()
         raise OSError(err, os.strerror(err))
@@ -258,6 +265,11 @@ def _parse(records: bytes, into: _Parsed) -> None:
 
 def executable_mappings(pid: int) -> list[tuple[int, int, str]]:
     """(start, end, path) of every executable mapping of the process, sorted by start."""
+    return [m[:3] for m in executable_mappings_at(pid)]
+
+
+def executable_mappings_at(pid: int) -> list[tuple[int, int, str, int]]:
+    """(start, end, path, offset in the file) of every executable mapping of the process, sorted by start."""
     found = []
     try:
         maps = open(f"/proc/{pid}/maps")  # noqa: SIM115 - closed by the with below; the open alone may fail
@@ -270,7 +282,7 @@ def executable_mappings(pid: int) -> list[tuple[int, int, str]]:
                 continue
             start, end = (int(a, 16) for a in parts[0].split("-"))
             path = parts[5].strip() if len(parts) == 6 else ""
-            found.append((start, end, path or ANON_EXEC))
+            found.append((start, end, path or ANON_EXEC, int(parts[2], 16)))
     return sorted(found)
 
 
@@ -285,6 +297,18 @@ def attribute(ips: Counter, mappings: list[tuple[int, int, str]]) -> dict[str, i
         else:
             by_path[UNMAPPED] += n
     return dict(by_path)
+
+
+def file_offsets(ips: Counter, mappings: list[tuple[int, int, str, int]]) -> dict[str, dict[int, int]]:
+    """Samples per (file, offset in it) for IPs inside file mappings."""
+    starts = [m[0] for m in mappings]
+    found: dict[str, Counter] = {}
+    for ip, n in ips.items():
+        i = bisect.bisect_right(starts, ip) - 1
+        if i >= 0 and ip < mappings[i][1] and mappings[i][2].startswith("/"):
+            start, _, path, pgoff = mappings[i]
+            found.setdefault(path, Counter())[ip - start + pgoff] += n
+    return {path: dict(c) for path, c in found.items()}
 
 
 def _readable_maps(pid: int) -> list[tuple[int, int, str]]:
@@ -319,10 +343,13 @@ class IpSampler:
     """
 
     def __init__(self, pid: int, period_ns: int = 100_000, ring_pages: int = 128,
-                 exclude_kernel: bool = True):
+                 exclude_kernel: bool = True, cpus: tuple[int, ...] | None = None):
         if ring_pages & (ring_pages - 1):
             raise ValueError("ring_pages must be a power of two")
         self.pid, self.period_ns, self.ring_pages = pid, period_ns, ring_pages
+        # cpus: the only CPUs the target can run on (a cpuset it cannot leave). Then one event per thread
+        # and CPU, inherited: threads born during the region are sampled too, those that exit included.
+        self.cpus = tuple(cpus) if cpus else None
         self.exclude_kernel = exclude_kernel
         self._rings: list[_Ring] = []
         self._parsed = _Parsed()
@@ -336,7 +363,7 @@ class IpSampler:
         try:
             seen: set[int] = set()
             # Threads can be born while the events are opened: scan until a scan finds nothing new.
-            for _ in range(3):
+            for _ in range(1 if self.cpus else 3):  # inherited events see the later ones anyway
                 new = _thread_ids(self.pid) - seen
                 if not new:
                     break
@@ -358,9 +385,9 @@ class IpSampler:
         return True
 
     def _open_all(self, tids: list[int]) -> None:
-        for tid in tids:
+        for tid, cpu in ((t, c) for t in tids for c in (self.cpus or (-1,))):
             try:
-                fd = _open_event(tid, self.period_ns, self.exclude_kernel)
+                fd = _open_event(tid, self.period_ns, self.exclude_kernel, cpu)
             except OSError as e:
                 if e.errno == errno.ESRCH:  # the thread exited since the scan: nothing to sample
                     continue
@@ -393,8 +420,10 @@ class IpSampler:
             overflowed = sum(ring.overflowed for ring in self._rings)
             sampled = tuple(sorted(ring.tid for ring in self._rings))
             alive = _thread_ids(self.pid)
-            maps = executable_mappings(self.pid)
+            maps_at = executable_mappings_at(self.pid)
+            maps = [m[:3] for m in maps_at]
             by_path = attribute(self._parsed.ips, maps)
+            offsets = file_offsets(self._parsed.ips, maps_at)
         finally:
             self.close()
         parsed = self._parsed
@@ -404,8 +433,9 @@ class IpSampler:
             available=True, period_ns=self.period_ns, samples_total=sum(by_path.values()),
             samples_by_path=by_path, lost_records=parsed.lost_records, samples_lost=parsed.samples_lost,
             rings_overflowed=overflowed,
-            threads_sampled=sampled, threads_unsampled=tuple(sorted(alive - set(sampled))),
-            cpu_ns_sampled_threads=cpu_ns, exec_mappings_added=self._added(maps))
+            threads_sampled=tuple(sorted(set(sampled))),
+            threads_unsampled=() if self.cpus else tuple(sorted(alive - set(sampled))),
+            cpu_ns_sampled_threads=cpu_ns, exec_mappings_added=self._added(maps), offsets_by_path=offsets)
 
     def _added(self, maps_at_stop: list[tuple[int, int, str]]) -> tuple[str, ...]:
         """Executable code that was not there at start: what the kernel reported being mapped by a sampled

@@ -21,10 +21,11 @@ import time
 from dataclasses import dataclass, field
 
 from kernelgym import backends, kernels
-from kernelgym.evaluation import rules
+from kernelgym.evaluation import own_code, rules
 from kernelgym.evaluation.compare import tolerance
 from kernelgym.evaluation.job import EvalJob
 from kernelgym.evaluation.options import EvalOptions
+from kernelgym.evaluation.own_code import CandidateWatch
 from kernelgym.evaluation.result import (
     BuildResult,
     CorrectnessResult,
@@ -71,9 +72,10 @@ class _Batch:
     reference_ms: float = 0.0  # wall time of the reference's batch, by the worker's clock
     candidate_ms: float = 0.0
     candidate_cpu_s: float = 0.0
-    own_kernel_calls: int = 0
+    own_kernel_calls: int = 0  # the candidate's own count: a hint in messages, never evidence
     backward_kernel_calls: int = -1
     profile: dict = field(default_factory=dict)
+    cpu_ns_exact: bool = False  # candidate_cpu_s came from its cgroup (every thread, to the ns)
 
 
 # the pipeline -------------------------------------------------------------------------------------------
@@ -302,6 +304,7 @@ class _Evaluation:
         self.build_s, self.cached = 0.0, True
         self.stage = "load"  # the stage under way, named in timeouts and crashes
         self.cores = _cores(self.options.threads, pipeline.slot)  # the reference's and the candidate's
+        self.watch = CandidateWatch(self.device == "cpu")  # issue 28: cgroup and samples, from outside
 
     def run(self) -> None:
         try:
@@ -313,7 +316,11 @@ class _Evaluation:
                 self.timing()
             else:
                 self.result.timing = TimingResult(False, reason=_no_timing_reason(self.mode, self.options))
-            if self.options.profile and self.mode == "run":
+            if self.watch.evidence.note:  # perf events refused: say so, and what decided instead
+                self.result.static.warnings.append(self.watch.evidence.note)
+            if self.watch.judges_own_code():
+                self.own_code()
+            elif self.options.profile and self.mode == "run":
                 self.profile()
         finally:
             for process in (self.candidate, self.reference):
@@ -321,6 +328,7 @@ class _Evaluation:
                     process.close()
             if self.readback is not None:
                 self.readback.close()
+            self.watch.close()
             if self.candidate is not None:
                 self.result.output_tail = self.candidate.output_tail()
         if self.options.ncu and self.result.verdict is Verdict.OK:
@@ -336,8 +344,9 @@ class _Evaluation:
     def _spawn(self, target, name: str) -> EvalProcess:
         folder = os.path.join(self.eval_dir, name)
         os.mkdir(folder)
+        joins = self.watch.make_cgroup(self.cores) if target is run_candidate else None
         return EvalProcess(target, self.child_job, folder, self.pipeline.sandbox, self.device == "cuda",
-                           cores=self.cores)
+                           cores=self.cores, cgroup_files=joins)
 
     def start_reference(self) -> None:
         started = time.monotonic()
@@ -410,6 +419,8 @@ class _Evaluation:
 
         started = time.monotonic()
         reply, cached = serve.serve(msg.request, max(1.0, deadline - time.monotonic()))
+        if isinstance(reply, m.Built):  # the solution's own code: what its samples are held to
+            self.watch.classifier.add_built(reply.path)
         self.cached = self.cached and cached
         self.build_s += time.monotonic() - started
         self.to_candidate(reply)
@@ -443,6 +454,7 @@ class _Evaluation:
         except (TimeoutError, Died):
             raise _end(rules.CRASH, "the candidate's process did not start") from None
         self.result.static.warnings.extend(hello.notes)
+        self.result.static.warnings.extend(self.watch.check_joined())
         self.receive(m.Loaded, "load", self.options.build_timeout_s)
         self.result.build = BuildResult(True, round(self.build_s, 3), self.cached,
                                         runnable=self.mode != "compile")
@@ -508,6 +520,7 @@ class _Evaluation:
 
     def _run_reference(self, number: int, inputs: m.Inputs, fd: int | None) -> float:
         message = m.RunBatch(number, layout=inputs.layout)
+        self.watch.start([self.reference.main_pid])  # sampled like the candidate: the same interrupts' cost
         start = time.perf_counter_ns()
         self.to_reference(message, fds=[fd] if fd is not None else ())
         try:
@@ -515,6 +528,7 @@ class _Evaluation:
         except (TimeoutError, Died):
             raise _end(rules.JUDGE_FAILED, "the reference process did not finish a batch") from None
         elapsed = (time.perf_counter_ns() - start) / 1e6
+        self.watch.discard()
         if not isinstance(msg, m.BatchDone):
             raise _end(rules.JUDGE_FAILED,
                        f"the reference failed on a batch: {getattr(msg, 'message', msg.kind)[:300]}")
@@ -522,7 +536,8 @@ class _Evaluation:
 
     def _run_candidate(self, record: _Batch, inputs: m.Inputs, fd: int | None, profile: bool) -> m.BatchDone:
         message = m.RunBatch(record.number, layout=inputs.layout, ipc=inputs.ipc, profile=profile)
-        cpu_before = self.candidate.cpu_seconds() if self.device == "cpu" else 0.0
+        cpu_before = self._candidate_cpu_s()
+        self.watch.start(self.candidate_pids(), self.cores)
         start = time.perf_counter_ns()
         self.to_candidate(message, fds=[fd] if fd is not None else ())
         done = self.receive(m.BatchDone, self.stage, self.options.timeout_s)
@@ -531,7 +546,9 @@ class _Evaluation:
         if self.device == "cpu":
             # Frozen at 'done': a thread still writing now leaves its outputs unfinished for the read below.
             self.candidate.freeze()
-            record.candidate_cpu_s = self.candidate.cpu_seconds() - cpu_before
+            record.candidate_cpu_s = self._candidate_cpu_s() - cpu_before
+            record.cpu_ns_exact = self.watch.cgroup is not None
+            self.watch.take(record.candidate_cpu_s)
             outside = self.candidate.cpus_seen() - self.cores
             if outside:  # the kernel's own record: a thread was allowed on, or ran on, another core
                 raise _end(rules.EXTRA_CORES, f"the candidate's threads reached cores {sorted(outside)}, "
@@ -701,7 +718,9 @@ class _Evaluation:
                                         f"copies; the device has {free / 2**30:.1f} GiB")
 
     def _require_own_kernels(self, record: _Batch) -> None:
-        if self.device == "cpu" and record.own_kernel_calls < record.calls:
+        """The candidate's own count of calls into its kernels: on the CPU only where perf events are
+        refused (the samples decide otherwise); the backward's count as it was."""
+        if self.device == "cpu" and not self.watch.judges_own_code() and record.own_kernel_calls < record.calls:
             raise _end(rules.KERNEL_NOT_CALLED, "forward ran the solution's kernels "
                                                 f"{record.own_kernel_calls} time(s) in {record.calls} calls")
         # Counted in the candidate's process by the same wrappers as above (native loaders, Triton launches).
@@ -820,8 +839,8 @@ class _Evaluation:
         ratio = cpu_s / wall_s
         timing.cpu_time_ratio = round(ratio, 3)
         allowed = self.options.threads * self.options.max_cpu_time_ratio
-        # The kernel accounts CPU time in ticks: judge only once the batches add up to enough of them.
-        if wall_s > 0.25 and ratio > allowed:
+        # A cgroup counts to the ns; /proc/PID/stat in clock ticks: then judge only once there are enough.
+        if (self.watch.cgroup is not None or wall_s > 0.25) and ratio > allowed:
             raise _end(rules.EXTRA_CORES, f"the candidate's processes used {ratio:.2f} cores' worth of CPU "
                                           "time during its timed calls; the reference gets "
                                           f"{self.options.threads}")
@@ -839,6 +858,32 @@ class _Evaluation:
         timing.floor_ms, timing.bound = round(floor, 6), bound
         if timing.candidate and timing.candidate.median_ms > 0:
             timing.roofline_fraction = round(floor / timing.candidate.median_ms, 4)
+
+    def _candidate_cpu_s(self) -> float:
+        """The candidate tree's CPU time so far: its cgroup's (to the ns, exited threads included), or the
+        sum of its live processes' /proc/PID/stat (clock ticks) where no cgroup could be made."""
+        if self.device != "cpu":
+            return 0.0
+        return self.watch.cpu_ns() / 1e9 if self.watch.cgroup is not None else self.candidate.cpu_seconds()
+
+    def candidate_pids(self) -> list[int]:
+        return [pid for pid in self.candidate.tree() if pid not in self.candidate.helpers]
+
+    # own code (CPU) -------------------------------------------------------------------------------------
+    def own_code(self) -> None:
+        """Whether the solution's own compiled code did the work, from the instruction pointers sampled in
+        every candidate batch by this process (nothing the candidate reports is used)."""
+        evidence = self.watch.evidence
+        self.result.profile = ProfileResult(
+            coverage=round(evidence.share(own_code.OWN), 4),
+            own_kernel_calls=self.first_batch.own_kernel_calls,
+            samples=evidence.total, sampled_shares=evidence.summary(), top_files=evidence.top_paths(),
+            top_ops=evidence.top_torch_ms())
+        found = own_code.judge(evidence, self.options.max_torch_share)
+        if found is not None:
+            rule, message = found
+            raise _end({"kernel_not_called": rules.KERNEL_NOT_CALLED, "torch": rules.TORCH_COMPUTE,
+                        "other": rules.UNTRACKED_COMPUTE}[rule], message)
 
     # profile ------------------------------------------------------------------------------------------------
     def profile(self) -> None:

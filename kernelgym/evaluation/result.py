@@ -140,6 +140,10 @@ class ProfileResult:
     heavy_torch_ops: list[str] = field(default_factory=list)
     kernels: list[KernelMetrics] = field(default_factory=list)  # with EvalOptions.ncu, where ncu works
     ncu_note: str = ""  # what the ncu pass did, or why it gave nothing
+    # CPU: instruction pointers sampled by the trusted worker in each candidate batch (evaluation/own_code)
+    samples: int = 0
+    sampled_shares: dict[str, float] = field(default_factory=dict)  # own, torch, glue, other
+    top_files: list[tuple[str, float]] = field(default_factory=list)  # (file, share of the samples)
 
 
 @dataclass
@@ -224,6 +228,7 @@ class EvalResult:
             }),
             profile=None if profile is None else ProfileResult(**{
                 **profile, "top_ops": [tuple(op) for op in profile.get("top_ops", [])],
+                "top_files": [tuple(f) for f in profile.get("top_files", [])],
                 "kernels": [KernelMetrics(**k) for k in profile.get("kernels", [])],
             }),
             output_tail=data.get("output_tail", ""), wall_s=data.get("wall_s", 0.0),

@@ -87,6 +87,7 @@ def _defines_kernel(tree: ast.Module, backend: Backend) -> bool:
 
 def _cheats(tree: ast.Module) -> list[Reason]:
     findings: list[Reason] = []
+    names = _constant_names(tree)
     for node in ast.walk(tree):
         targets: list[ast.AST] = []
         if isinstance(node, ast.Assign):
@@ -94,14 +95,69 @@ def _cheats(tree: ast.Module) -> list[Reason]:
         elif isinstance(node, ast.AugAssign | ast.AnnAssign):
             targets = [node.target]
         elif isinstance(node, ast.Call) and _dotted(node.func) == "setattr" and len(node.args) >= 2:
-            owner, name = node.args[0], node.args[1]
-            if isinstance(name, ast.Constant) and isinstance(name.value, str):
-                targets = [ast.Attribute(value=owner, attr=name.value, lineno=node.lineno)]
+            owner, name = node.args[0], _folded(node.args[1], names)
+            if name is not None:
+                targets = [ast.Attribute(value=owner, attr=name, lineno=node.lineno)]
         for target in targets:
-            finding = _patch(target)
+            finding = _patch(_as_attribute(target, names))
             if finding:
                 findings.append(finding)
     return list(dict.fromkeys(findings))
+
+
+def _folded(node: ast.AST, names: dict[str, str]) -> str | None:
+    """A string the source computes from constants alone ("perf_" + "counter", f-strings of constants,
+    "".join of them, a module-level name bound once to one), or None. Cheap to follow; what it cannot fold
+    is left to the runtime checks, which never trust the candidate's clock or comparisons anyway."""
+    if isinstance(node, ast.Constant):
+        return node.value if isinstance(node.value, str) else None
+    if isinstance(node, ast.Name):
+        return names.get(node.id)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _folded(node.left, names), _folded(node.right, names)
+        return left + right if left is not None and right is not None else None
+    if isinstance(node, ast.JoinedStr):
+        parts = [_folded(v.value if isinstance(v, ast.FormattedValue) else v, names) for v in node.values]
+        return "".join(parts) if all(p is not None for p in parts) else None
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "join" \
+            and len(node.args) == 1 and isinstance(node.args[0], ast.List | ast.Tuple):
+        sep = _folded(node.func.value, names)
+        parts = [_folded(e, names) for e in node.args[0].elts]
+        return sep.join(parts) if sep is not None and all(p is not None for p in parts) else None
+    return None
+
+
+def _constant_names(tree: ast.Module) -> dict[str, str]:
+    """Module-level names bound exactly once in the whole module, to a string that folds."""
+    from collections import Counter
+
+    stores = Counter(n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
+    values = {node.targets[0].id: node.value for node in tree.body
+              if isinstance(node, ast.Assign) and len(node.targets) == 1
+              and isinstance(node.targets[0], ast.Name) and stores[node.targets[0].id] == 1}
+    names: dict[str, str] = {}
+    for _ in range(3):  # names built from names
+        for name, value in values.items():
+            folded = _folded(value, names)
+            if folded is not None:
+                names[name] = folded
+    return names
+
+
+def _as_attribute(target: ast.AST, names: dict[str, str]) -> ast.AST:
+    """`owner.__dict__[key]` and `vars(owner)[key]`, with a key that folds, are `owner.key`."""
+    if not isinstance(target, ast.Subscript):
+        return target
+    key = _folded(target.slice, names)
+    holder = target.value
+    owner = None
+    if isinstance(holder, ast.Attribute) and holder.attr == "__dict__":
+        owner = holder.value
+    elif isinstance(holder, ast.Call) and _dotted(holder.func) == "vars" and len(holder.args) == 1:
+        owner = holder.args[0]
+    if owner is None or key is None:
+        return target
+    return ast.Attribute(value=owner, attr=key, lineno=getattr(target, "lineno", 0))
 
 
 def _patch(target: ast.AST) -> Reason | None:

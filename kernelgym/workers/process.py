@@ -28,7 +28,7 @@ class EvalProcess:
     """One forked evaluation process (reference or candidate) and the trusted side's end of its socket."""
 
     def __init__(self, target, job: ChildJob, eval_dir: str, sandbox: SandboxConfig, uses_gpu: bool,
-                 cores: set[int] | None = None):
+                 cores: set[int] | None = None, cgroup_files: list[str] | None = None):
         self.log_path = os.path.join(eval_dir, "output.log")
         self.candidate = target is run_candidate
         parent_sock, child_sock = socket.socketpair()
@@ -36,7 +36,8 @@ class EvalProcess:
         pid = os.fork()
         if pid == 0:  # the evaluation process
             parent_sock.close()
-            _child_main(target, job, child_sock, eval_dir, log_fd, sandbox, uses_gpu, cores, self.candidate)
+            _child_main(target, job, child_sock, eval_dir, log_fd, sandbox, uses_gpu, cores, self.candidate,
+                        cgroup_files)
         os.close(log_fd)
         child_sock.close()
         # the forked process; with a PID namespace, the parent of the namespace's first process
@@ -285,10 +286,18 @@ class Died(Exception):
     """The process hung up or exited: the caller reads `death()` for how."""
 
 
-def _child_main(target, job, sock, eval_dir, log_fd, sandbox, uses_gpu, cores, candidate) -> None:
+def _child_main(target, job, sock, eval_dir, log_fd, sandbox, uses_gpu, cores, candidate,
+                cgroup_files=None) -> None:
     code = 0
     try:
         _die_with_parent()
+        if cgroup_files:  # first: every thread and process the candidate makes is born inside its cgroup
+            from kernelgym.workers import cgroup
+
+            try:
+                cgroup.join(cgroup_files)
+            except OSError:  # the worker finds the cgroup empty and falls back, saying so
+                pass
         _keep_only_fds(sock.fileno(), log_fd)
         if cores:  # the candidate gets exactly the reference's cores: extra threads only share them
             os.sched_setaffinity(0, cores)

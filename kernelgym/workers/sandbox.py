@@ -14,6 +14,7 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVA
 PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS, PR_SET_SECUREBITS = 4, 24, 38, 28
 SECURE_ALL_BITS_LOCKED = 0x2F  # NOROOT, NO_SETUID_FIXUP, KEEP_CAPS_LOCKED..., each with its lock
 _libc = ctypes.CDLL(None, use_errno=True)
+CGROUPS = "/sys/fs/cgroup"
 _own_mount_namespace = False  # set once this process has unshared its mounts: only then may it remount
 
 
@@ -97,8 +98,10 @@ def _read_only_world(eval_dir: str, private_shm: bool, own_pids: bool) -> list[s
         _libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
     failed = 0
     for mount_point in _mount_points():
+        # /sys stays as it is but for the cgroup hierarchies: read-only, so the candidate (uid 0 without
+        # capabilities still owns their files) can neither widen its cpuset nor leave its cgroup.
         if mount_point == eval_dir or mount_point == "/dev/shm" or \
-                mount_point.startswith(("/proc", "/sys", "/dev")):
+                (mount_point.startswith(("/proc", "/sys", "/dev")) and not mount_point.startswith(CGROUPS)):
             continue
         flags = MS_REMOUNT | MS_BIND | MS_RDONLY | _mount_flags(mount_point)
         if _libc.mount(None, mount_point.encode(), None, flags, None) != 0:

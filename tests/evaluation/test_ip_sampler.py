@@ -149,6 +149,29 @@ def test_a_thread_born_while_sampling_is_reported_unsampled(spin_lib, tmp_path):
     assert str(second_copy) in samples.exec_mappings_added
 
 
+def test_with_its_cpus_known_a_thread_born_while_sampling_is_sampled_too(spin_lib, tmp_path):
+    """Inherited per-CPU events (what the judge uses once a cpuset holds the candidate): a thread started
+    during the region is sampled, and its time is in the CPU time read at stop."""
+    second_copy = tmp_path / "libspin_second.so"
+    shutil.copy(spin_lib, second_copy)
+    child = _child(spin_lib, "native+thread", str(second_copy))
+    sampler = IpSampler(child.pid, cpus=tuple(sorted(os.sched_getaffinity(child.pid))))
+    try:
+        assert sampler.start(), sampler.refused
+        child.stdin.write("go\n")
+        child.stdin.flush()
+        int(child.stdout.readline())
+        time.sleep(REGION_S)
+        samples = sampler.stop()
+    finally:
+        sampler.close()
+        _stop(child)
+    assert samples.threads_unsampled == ()
+    assert samples.share_in([str(second_copy)]) > 0.2, samples.samples_by_path
+    sampled_ns = samples.samples_total * samples.period_ns
+    assert 0.5 * samples.cpu_ns_sampled_threads <= sampled_ns <= 1.2 * samples.cpu_ns_sampled_threads
+
+
 def test_a_target_that_does_not_exist_is_a_clear_error():
     with open("/proc/sys/kernel/pid_max") as pid_max:
         missing = int(pid_max.read()) + 1  # above any pid the kernel can hand out

@@ -1,0 +1,151 @@
+"""The judge's integrity score: every corpus in tests/ through the real judge, per backend.
+
+    python benchmarks/integrity.py                 # the CPU corpora (cpp), into benchmarks/integrity.md
+    python benchmarks/integrity.py --backend cuda  # on a GPU host: the triton and cuda cheats too
+
+Counts, per backend:
+- cheats credited: a cheat of tests/adversarial that a reward pays more than its honest limit (the corpus's
+  own test, `assert_no_credit`, fails on it);
+- cheats judged ok: the verdict was `ok` (defused to its honest part, or a hole);
+- false rejections: an honest solution (tests/legit, kernelgym's bundled examples) not judged `ok`.
+The CUDA-L1 corpus (tests/corpora/cuda_l1_labels.csv) is GPU-only: benchmarks/cuda_l1.py judges it there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib.util
+import os
+import platform
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "benchmarks" / "integrity.md"
+
+
+def _module(path: Path, name: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@dataclass
+class Row:
+    corpus: str
+    name: str
+    task_id: str
+    backend: str
+    verdict: str
+    speedup: float | None
+    rules: str
+    failure: str  # "" when the row is as it should be; else "credited", "ok cheat" or "false rejection"
+    shares: str = ""
+
+
+def _shares(result) -> str:
+    prof = result.profile
+    if prof is None or not prof.sampled_shares:
+        return ""
+    return " ".join(f"{k} {v:.2f}" for k, v in prof.sampled_shares.items()) + f" (n={prof.samples})"
+
+
+def _rules(result) -> str:
+    return ", ".join(sorted({getattr(r, "rule", "") or str(r) for r in result.reasons}))
+
+
+def _judge(backends: set[str], workers: int) -> list[Row]:
+    from kernelgym.evaluation.options import EvalOptions
+    from kernelgym.evaluation.result import Verdict
+    from kernelgym.solutions import examples
+    from kernelgym.tasks import bundled
+    from kernelgym.workers.pool import EvalPool
+
+    adversarial = _module(ROOT / "tests" / "adversarial" / "test_corpus.py", "integrity_adversarial")
+    legit = _module(ROOT / "tests" / "legit" / "test_legit.py", "integrity_legit")
+    tasks = bundled()
+    jobs = []  # (corpus, name, task_id, backend, source, cheat or None)
+    for cheat in adversarial.CHEATS:
+        if cheat.backend in backends:
+            jobs.append(("adversarial", cheat.name, cheat.task_id, cheat.backend, cheat.source, cheat))
+    for honest in legit.SOLUTIONS:
+        if honest.backend in backends:
+            jobs.append(("legit", honest.name, honest.task_id, honest.backend, honest.source, None))
+    for backend in sorted(backends):
+        for example in examples(backend):
+            jobs.append(("examples", f"{backend}:{example.task_id}", example.task_id, backend,
+                         example.source, None))
+    rows = []
+    with EvalPool(workers=workers, options=EvalOptions(timing_budget_s=1.0)) as pool:
+        futures = [(job, pool.submit(tasks.get(job[2]), job[4], backend=job[3],
+                                     size="cpu" if job[3] == "cpp" else "gpu")) for job in jobs]
+        for (corpus, name, task_id, backend, _, cheat), future in futures:
+            result = future.result()
+            failure = ""
+            if cheat is not None:
+                try:
+                    adversarial.assert_no_credit(cheat, result)
+                except AssertionError:
+                    failure = "credited"
+                if not failure and result.verdict is Verdict.OK:
+                    failure = "ok cheat"
+            elif result.verdict is not Verdict.OK:
+                failure = "false rejection"
+            row = Row(corpus, name, task_id, backend, result.verdict.value, result.speedup, _rules(result),
+                      failure, _shares(result))
+            print(f"{corpus:12} {name:48} {row.verdict:10} {row.speedup or '-'!s:8} {failure:16} "
+                  f"{row.rules[:40]:40} {row.shares}", flush=True)
+            rows.append(row)
+    return rows
+
+
+def _score(rows: list[Row]) -> list[str]:
+    lines = ["| backend | cheats | cheats credited | cheats judged ok | honest | false rejections |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for backend in sorted({r.backend for r in rows}):
+        mine = [r for r in rows if r.backend == backend]
+        cheats = [r for r in mine if r.corpus == "adversarial"]
+        honest = [r for r in mine if r.corpus != "adversarial"]
+        lines.append(f"| {backend} | {len(cheats)} | {sum(r.failure == 'credited' for r in cheats)} | "
+                     f"{sum(r.verdict == 'ok' for r in cheats)} | {len(honest)} | "
+                     f"{sum(r.failure == 'false rejection' for r in honest)} |")
+    return lines
+
+
+def _report(rows: list[Row], command: str) -> str:
+    import torch
+
+    head = [f"# Judge integrity ({datetime.date.today().isoformat()})", "",
+            f"Command: `{command}`  ",
+            (f"Machine: {platform.processor() or platform.machine()}, {len(os.sched_getaffinity(0))} cores; "
+             f"Python {platform.python_version()}, torch {torch.__version__}"), "", *_score(rows), "",
+            ("Cheats judged ok were defused: only their honest part ran (tests/adversarial/test_corpus.py: "
+             "no verified speedup and no reward above an honest solution's). Every row:"), "",
+            "| corpus | solution | task | verdict | speedup | rules | problem | sampled shares |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    body = [f"| {r.corpus} | {r.name} | {r.task_id} | {r.verdict} | "
+            f"{'-' if r.speedup is None else f'{r.speedup:.2f}x'} | {r.rules} | {r.failure or '-'} | "
+            f"{r.shares or '-'} |" for r in rows]
+    return "\n".join(head + body) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--backend", action="append", choices=["cpp", "triton", "cuda"],
+                        help="backends to judge (repeatable; default cpp)")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--out", type=Path, default=OUT)
+    args = parser.parse_args(argv)
+    rows = _judge(set(args.backend or ["cpp"]), args.workers)
+    print("\n".join(_score(rows)))
+    args.out.write_text(_report(rows, "python benchmarks/integrity.py " + " ".join(argv or sys.argv[1:])))
+    print(f"written to {args.out}")
+    return 1 if any(r.failure in ("credited", "false rejection") for r in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,310 @@
+"""Whether the solution's own compiled code did the work, from instruction pointers sampled outside it (CPU).
+
+Every batch of both sides is sampled alike (`BatchSampler`: perf task-clock on every thread of every process
+of the side's tree, evaluation/ip_sampler.py), so no batch looks different to the candidate and the timer
+interrupts cost both sides the same share. The candidate's samples are attributed to the files mapped where
+they fell, and each file to a kind (`classify`):
+
+- own: a library the trusted worker built for this solution (the paths its build service answered);
+- torch: PyTorch's own libraries (ATen's kernels, MKL and oneDNN inside them, its OpenMP);
+- glue: the Python interpreter and the C library (calling, allocating, copying: no kernel's work);
+- other: any other code: numpy or another library, executable memory without a file, addresses that no
+  mapping held at stop, and the CPU time of threads that were not sampled (born and gone within a batch).
+
+The verdict (`judge`) asks that the solution's own code did more of the work than torch and every other
+library together, so a forward made of PyTorch ops, however it is dressed (its ATen calls hidden from a
+profiler, a kernel counter bumped by Python, a token kernel), is never `ok`: its compute falls in torch's
+libraries, where nothing in the candidate's Python can move it. Nothing the candidate writes is read.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections import Counter
+from dataclasses import dataclass, field
+
+from kernelgym.evaluation.ip_sampler import ANON_EXEC, KERNEL, UNMAPPED, IpSampler, IpSamples
+
+OWN, TORCH, GLUE, OTHER = "own", "torch", "glue", "other"
+PERIOD_NS = 1_000_000  # one sample per ms of a thread's CPU time: ~2% of it (20 µs a sample on CI's VMs)
+RING_PAGES = 64  # 256 KiB per thread: ~10 s of one thread's CPU time at 1 ms, longer than any batch's limit
+_TORCH_GLUE = ("libc10.", "libtorch_python", "libgomp", "libshm", "libiomp")
+_GLUE_LIBS = ("libc.so", "libc-", "libm.so", "libm-", "ld-linux", "libpthread", "libdl", "librt",
+              "libstdc++", "libgcc_s", "libutil", "libpython", "libz.so")
+
+
+def _torch_folders() -> tuple[str, ...]:
+    import torch
+
+    folder = os.path.realpath(os.path.dirname(torch.__file__))
+    return (folder + os.sep, folder + ".libs" + os.sep)
+
+
+def _python_files() -> tuple[str, ...]:
+    exe = os.path.realpath(sys.executable)
+    dynload = os.path.join(sys.base_prefix, "lib", f"python{sys.version_info[0]}.{sys.version_info[1]}",
+                           "lib-dynload") + os.sep
+    return exe, os.path.realpath(dynload.rstrip(os.sep)) + os.sep
+
+
+class Classifier:
+    """Which kind of code a mapped file is, for one evaluation (its own libraries are the built ones)."""
+
+    def __init__(self) -> None:
+        self.own: set[str] = set()
+        self._torch = _torch_folders()
+        self._python = _python_files()
+        self._seen: dict[str, str] = {}
+
+    def add_built(self, path: str) -> None:
+        """A path the build service answered: a library, or a folder holding the extension's libraries."""
+        real = os.path.realpath(path)
+        if os.path.isdir(real):
+            self.own |= {os.path.join(real, n) for n in os.listdir(real) if ".so" in n}
+        else:
+            self.own.add(real)
+        self._seen.clear()
+
+    def classify(self, path: str) -> str:
+        kind = self._seen.get(path)
+        if kind is None:
+            kind = self._seen[path] = self._kind(path)
+        return kind
+
+    def _kind(self, path: str) -> str:
+        if path in (ANON_EXEC, UNMAPPED):
+            return OTHER
+        if path == KERNEL or path.startswith("[v"):  # [vdso], [vsyscall]: the clock's fast path
+            return GLUE
+        real = os.path.realpath(path)
+        if real in self.own:
+            return OWN
+        if real.startswith(self._torch):
+            # c10 (allocator, tensor bookkeeping), the Python bindings and the OpenMP runtime hold no
+            # kernel of the task: glue, like the interpreter. Compute is ATen's, told apart by symbol.
+            return GLUE if os.path.basename(real).startswith(_TORCH_GLUE) else TORCH
+        exe, dynload = self._python
+        name = os.path.basename(real)
+        if real == exe or real.startswith(dynload) or name.startswith(_GLUE_LIBS):
+            return GLUE
+        return OTHER
+
+
+@dataclass
+class OwnCodeEvidence:
+    """What the candidate's sampled batches add up to (samples; unsampled CPU time in sample periods)."""
+
+    available: bool = True
+    note: str = ""  # why not available (the host's refusal), or what was left out
+    period_ns: int = PERIOD_NS
+    by_kind: Counter = field(default_factory=Counter)
+    by_path: Counter = field(default_factory=Counter)
+    torch_by_symbol: Counter = field(default_factory=Counter)  # PyTorch's samples, by function
+    batches: int = 0
+    incomplete_batches: int = 0  # a ring overflowed or samples were lost
+
+    @property
+    def total(self) -> int:
+        return sum(self.by_kind.values())
+
+    def share(self, *kinds: str) -> float:
+        return sum(self.by_kind[k] for k in kinds) / self.total if self.total else 0.0
+
+    def add(self, samples: list[IpSamples], tree_cpu_ns: int | None, classifier: Classifier) -> None:
+        """One batch: every process's samples, and the tree's CPU time over the batch (None: unknown), of
+        which what no sampled thread spent counts as other code (a thread born and gone in the batch)."""
+        self.batches += 1
+        sampled_ns = 0
+        for one in samples:
+            sampled_ns += one.cpu_ns_sampled_threads
+            if one.rings_overflowed or one.lost_records:
+                self.incomplete_batches += 1
+            for path, n in one.samples_by_path.items():
+                self.by_path[path] += n
+                kind = classifier.classify(path)
+                if kind == TORCH:
+                    self._split_torch(path, one.offsets_by_path.get(path, {}), n)
+                else:
+                    self.by_kind[kind] += n
+        if tree_cpu_ns is not None and tree_cpu_ns > sampled_ns:
+            self.by_kind[OTHER] += (tree_cpu_ns - sampled_ns) // self.period_ns
+            if (tree_cpu_ns - sampled_ns) >= self.period_ns:
+                self.by_path["[threads not sampled]"] += (tree_cpu_ns - sampled_ns) // self.period_ns
+
+    def _split_torch(self, path: str, offsets: dict[int, int], n: int) -> None:
+        """PyTorch's samples: allocating, filling and copying count as glue (an honest wrapper's
+        `torch::zeros_like`); everything else in its libraries is its compute."""
+        from kernelgym.evaluation.symbols import symbols
+
+        table = symbols(path) if offsets else None
+        housekeeping = 0
+        for offset, count in offsets.items():
+            name = table.name_at(offset) if table is not None else ""
+            if is_housekeeping(name):
+                housekeeping += count
+            else:
+                self.torch_by_symbol[name[:200] or os.path.basename(path)] += count
+        self.by_kind[GLUE] += housekeeping
+        self.by_kind[TORCH] += n - housekeeping
+
+    def summary(self) -> dict[str, float]:
+        return {k: round(self.share(k), 3) for k in (OWN, TORCH, GLUE, OTHER)}
+
+    def top_torch_ms(self, n: int = 5) -> list[tuple[str, float]]:
+        """PyTorch's compute functions by sampled CPU time over the batches (ms)."""
+        common = self.torch_by_symbol.most_common(n)
+        return [(name, round(c * self.period_ns / 1e6, 3)) for name, c in common]
+
+    def top_paths(self, n: int = 5) -> list[tuple[str, float]]:
+        total = self.total or 1
+        return [(os.path.basename(p) or p, round(c / total, 3)) for p, c in self.by_path.most_common(n)]
+
+
+# Functions of PyTorch's libraries that allocate, fill, copy or dispatch: work an honest solution asks of
+# torch too (its outputs' memory, a zeroed accumulator, a contiguous copy), not the task's compute.
+_HOUSEKEEPING = ("fill_kernel", "fill_out", "fill_impl", "zero_", "copy_kernel", "copy_impl", "copy_same",
+                 "direct_copy", "copy_", "memset", "memcpy", "empty", "alloc", "Alloc", "resize",
+                 "contiguous",
+                 "clone", "TensorImpl", "StorageImpl", "intrusive_ptr", "Dispatcher", "OperatorHandle",
+                 "KernelFunction", "THPVariable", "pybind11", "PyObject", "dispatch_", "OperatorEntry",
+                 "DispatchKey", "AutogradMeta", "VariableType", "OptionalTensorRef")
+
+
+def is_housekeeping(name: str) -> bool:
+    return any(token in name for token in _HOUSEKEEPING)
+
+
+MIN_SAMPLES = 20  # below this the shares say little (a candidate this quick has little work to hide)
+
+
+def judge(evidence: OwnCodeEvidence, max_foreign_share: float) -> tuple[str, str] | None:
+    """(which rule, message) when the samples show the work was not the solution's own, else None.
+
+    The work is the samples outside the glue: own, torch and other. Torch's or other code's part of it
+    above `max_foreign_share` is a passthrough (or another library doing the work); own code that never
+    showed at all, with work enough to be seen, is a kernel that was not called."""
+    work = evidence.by_kind[OWN] + evidence.by_kind[TORCH] + evidence.by_kind[OTHER]
+    if not evidence.available or work < MIN_SAMPLES:
+        return None
+    torch_part, other_part = evidence.by_kind[TORCH] / work, evidence.by_kind[OTHER] / work
+    seen = ", ".join(f"{name} {share:.0%}" for name, share in evidence.top_paths(3))
+    if evidence.by_kind[OWN] == 0:
+        return "kernel_not_called", f"no sampled instruction was in the solution's own libraries ({seen})"
+    if torch_part + other_part > max_foreign_share:
+        which = "torch" if torch_part >= other_part else "other"
+        return which, (f"{torch_part + other_part:.0%} of the candidate's sampled work ran outside its own "
+                       f"code (PyTorch {torch_part:.0%}, other code {other_part:.0%}; {seen})")
+    return None
+
+
+class BatchSampler:
+    """Samples every thread of every given process between start() and stop(); unavailable hosts say why."""
+
+    def __init__(self, period_ns: int = PERIOD_NS):
+        self.period_ns = period_ns
+        self.refused = ""
+        self._samplers: list[IpSampler] = []
+
+    def start(self, pids: list[int], cpus: tuple[int, ...] | None = None) -> bool:
+        """cpus: the cpuset the processes cannot leave; their threads born meanwhile are then sampled too."""
+        self._samplers = []
+        for pid in pids:
+            sampler = IpSampler(pid, period_ns=self.period_ns, ring_pages=RING_PAGES, cpus=cpus)
+            try:
+                started = sampler.start()
+            except ProcessLookupError:  # a process that ended meanwhile: its CPU time still counts
+                continue
+            if not started:
+                self.refused = sampler.refused
+                self.close()
+                return False
+            self._samplers.append(sampler)
+        return True
+
+    def stop(self) -> list[IpSamples]:
+        found = []
+        for sampler in self._samplers:
+            try:
+                found.append(sampler.stop())
+            except ProcessLookupError:
+                continue
+        self._samplers = []
+        return found
+
+    def close(self) -> None:
+        for sampler in self._samplers:
+            sampler.close()
+        self._samplers = []
+
+
+class CandidateWatch:
+    """The trusted side's view of the candidate's CPU work in one evaluation: its cgroup (cores fixed, CPU
+    time counted for the whole tree) and the samples of every batch. Off the CPU it does nothing."""
+
+    def __init__(self, on_cpu: bool):
+        from kernelgym.workers.cgroup import CandidateCgroup
+
+        self.on_cpu = on_cpu
+        self.cgroup: CandidateCgroup | None = None
+        self.notes: list[str] = []  # what fell back to what, for the verdict's notes
+        self.classifier = Classifier() if on_cpu else None
+        self.evidence = OwnCodeEvidence()
+        self.sampler = BatchSampler()
+
+    # the cgroup --------------------------------------------------------------------------------------------
+    def make_cgroup(self, cores: set[int]) -> list[str] | None:
+        """The files the candidate's process writes itself into, first thing after the fork."""
+        from kernelgym.workers.cgroup import CandidateCgroup
+
+        if not self.on_cpu:
+            return None
+        self.cgroup, why = CandidateCgroup.create(cores)
+        if self.cgroup is None:
+            self.notes.append(f"no cgroup for the candidate ({why}); fallback: its cores are held by "
+                              "affinity and checked per thread, its CPU time read per process in clock ticks")
+            return None
+        return self.cgroup.join_files()
+
+    def check_joined(self) -> list[str]:
+        """Notes for the verdict: the cgroup's fallbacks, and a cgroup that the candidate did not enter."""
+        if self.cgroup is not None and not self.cgroup.has_members():
+            self.cgroup.remove()
+            self.cgroup = None
+            self.notes.append("the candidate's process could not enter its cgroup; fallback: affinity, and "
+                              "CPU time per process in clock ticks")
+        return list(self.notes)
+
+    def cpu_ns(self) -> int:
+        return self.cgroup.cpu_ns()
+
+    # sampling ----------------------------------------------------------------------------------------------
+    def judges_own_code(self) -> bool:
+        """Whether the samples decide (CPU, perf events allowed); else the in-process fallback does."""
+        return self.on_cpu and not self.evidence.note and self.evidence.available
+
+    def start(self, pids: list[int], cores: set[int] | None = None) -> None:
+        if not self.judges_own_code():
+            return
+        cpus = tuple(sorted(cores)) if cores and self.cgroup is not None else None
+        if not self.sampler.start(pids, cpus):
+            self.evidence.available = False
+            self.evidence.note = (f"{self.sampler.refused}; fallback: the solution's own kernel calls are "
+                                  "counted inside the candidate's process (forgeable by its code)")
+
+    def discard(self) -> None:
+        """The reference's batch: sampled only so that both sides pay the same interrupts."""
+        self.sampler.stop()
+
+    def take(self, tree_cpu_s: float | None) -> None:
+        """The candidate's batch, after it was frozen: its samples, and the CPU time its sampled threads did
+        not account for (exact only with the cgroup; per-process ticks are too coarse to count)."""
+        samples = self.sampler.stop()
+        if self.judges_own_code():
+            tree_ns = int(tree_cpu_s * 1e9) if self.cgroup is not None and tree_cpu_s is not None else None
+            self.evidence.add(samples, tree_ns, self.classifier)
+
+    def close(self) -> None:
+        self.sampler.close()
+        if self.cgroup is not None:
+            self.cgroup.remove()
