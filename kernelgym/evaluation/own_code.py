@@ -175,27 +175,44 @@ def is_housekeeping(name: str) -> bool:
     return any(token in name for token in _HOUSEKEEPING)
 
 
-MIN_SAMPLES = 20  # below this the shares say little (a candidate this quick has little work to hide)
+MIN_SAMPLES = 30  # the share itself is judged from this much work on (an honest share is within ~0.06)
+SIGNIFICANCE = 1e-3  # below it, fewer samples already rule out a foreign share within the allowed one
+
+
+def _tail(k: int, n: int, p: float) -> float:
+    """P(X >= k) for X ~ Binomial(n, p)."""
+    from math import exp, lgamma, log
+
+    if k <= 0:
+        return 1.0
+    total = 0.0
+    for i in range(k, n + 1):
+        total += exp(lgamma(n + 1) - lgamma(i + 1) - lgamma(n - i + 1) + i * log(p) + (n - i) * log(1 - p))
+    return min(total, 1.0)
 
 
 def judge(evidence: OwnCodeEvidence, max_foreign_share: float) -> tuple[str, str] | None:
     """(which rule, message) when the samples show the work was not the solution's own, else None.
 
     The work is the samples outside the glue: own, torch and other. Torch's or other code's part of it
-    above `max_foreign_share` is a passthrough (or another library doing the work); own code that never
-    showed at all, with work enough to be seen, is a kernel that was not called."""
-    work = evidence.by_kind[OWN] + evidence.by_kind[TORCH] + evidence.by_kind[OTHER]
-    if not evidence.available or work < MIN_SAMPLES:
+    above `max_foreign_share` is a passthrough (or another library doing the work): judged on the share
+    once there are MIN_SAMPLES of work, and before that only when the samples rule out an allowed share
+    (a one-sided binomial test: a tiny task's few samples, all in torch, are still evidence)."""
+    own, foreign = evidence.by_kind[OWN], evidence.by_kind[TORCH] + evidence.by_kind[OTHER]
+    work = own + foreign
+    if not evidence.available or not work:
+        return None
+    share = foreign / work
+    if not (share > max_foreign_share and
+            (work >= MIN_SAMPLES or _tail(foreign, work, max_foreign_share) < SIGNIFICANCE)):
         return None
     torch_part, other_part = evidence.by_kind[TORCH] / work, evidence.by_kind[OTHER] / work
-    seen = ", ".join(f"{name} {share:.0%}" for name, share in evidence.top_paths(3))
-    if evidence.by_kind[OWN] == 0:
+    seen = ", ".join(f"{name} {part:.0%}" for name, part in evidence.top_paths(3))
+    if own == 0:
         return "kernel_not_called", f"no sampled instruction was in the solution's own libraries ({seen})"
-    if torch_part + other_part > max_foreign_share:
-        which = "torch" if torch_part >= other_part else "other"
-        return which, (f"{torch_part + other_part:.0%} of the candidate's sampled work ran outside its own "
-                       f"code (PyTorch {torch_part:.0%}, other code {other_part:.0%}; {seen})")
-    return None
+    which = "torch" if torch_part >= other_part else "other"
+    return which, (f"{share:.0%} of the candidate's sampled work ran outside its own code (PyTorch "
+                   f"{torch_part:.0%}, other code {other_part:.0%}; {seen})")
 
 
 class BatchSampler:

@@ -76,7 +76,9 @@ OUTPUT_ALIASES_INPUT = _rule("output_aliases_input", H, "returning an input or a
                              "output and input addresses, read by the trusted side")
 KERNEL_NOT_CALLED = _rule("kernel_not_called", H, "a fallback that runs instead of the solution's kernels "
                           "(a build failing inside try/except, a token kernel)",
-                          "calls into the solution's own kernels during checked and timed calls")
+                          "CPU: instruction pointers of every candidate batch, sampled by the trusted worker "
+                          "(perf), none in the solution's built libraries; GPU and hosts without perf: calls "
+                          "into its kernels counted in its process")
 PRECISION_DOWNGRADE = _rule("precision_downgrade", H, "TF32 or reduced-precision matmul switched on for an "
                                                       "fp32 task (half-precision reductions for a bf16 or "
                                                       "fp16 run)", "the precision flags after each call")
@@ -96,16 +98,18 @@ OUTPUTS_UNREADABLE = _rule("outputs_unreadable", H, "hiding timed outputs from t
                            "the trusted side's read of the frozen process's memory")
 EXTRA_CORES = _rule("extra_cores", H,
                     "threads or processes that use more cores than the reference gets (A5, A8)",
-                    "CPU time of the candidate's whole process tree during its timed batches, read from "
-                    "/proc by the trusted side")
+                    "CPU time of the candidate's whole process tree during its timed batches: its cgroup's "
+                    "(every thread, exited ones included, to the ns; a cpuset it cannot widen), else /proc")
 NOT_REPRODUCED = _rule("not_reproduced", Verdict.OK, "(informational) a speedup that does not hold in a "
                        "second timing is not verified", "a second timing of both sides")
 # profile ---------------------------------------------------------------------------------------------------
 TORCH_COMPUTE = _rule("torch_compute", H, "leaving the work to PyTorch (passthrough, partial passthrough)",
-                      "a profiled batch: share of time in PyTorch compute (allocation, fill and copy "
+                      "CPU: share of the sampled work (every batch, sampled outside the candidate) in "
+                      "PyTorch's compute functions; GPU: a profiled batch (allocation, fill and copy "
                       "excluded)")
 UNTRACKED_COMPUTE = _rule("untracked_compute", H, "another library's kernels (numpy, ...) doing the work",
-                          "a profiled batch on the CPU: time in neither the solution's kernels nor PyTorch")
+                          "CPU: sampled work in neither the solution's libraries, PyTorch, the interpreter "
+                          "nor libc (another library, code without a file, threads' time not sampled)")
 # failures --------------------------------------------------------------------------------------------------
 TIMEOUT = _rule("timeout", T, "a stage that does not end", "the trusted worker's deadline")
 CRASH = _rule("crash", X, "a candidate process that dies (exit, segfault, CUDA error)",

@@ -14,7 +14,7 @@ _lib = load_cpp(r"""
 static void part(const float* x, float* y, int64_t lo, int64_t hi) {
     for (int64_t i = lo; i < hi; ++i) {
         float v = x[i];
-        y[i] = 0.5f * v * (1.f + std::tanh(0.7978845608f * (v + 0.044715f * v * v * v)));
+        y[i] = 0.5f * v * (1.f + std::erf(v * 0.70710678f));
     }
 }
 extern "C" void gelu(const float* x, float* y, int64_t n) {

@@ -1,0 +1,85 @@
+"""The own-code rule (issue 28): what the samples taken outside the candidate say about who did the work.
+
+The end-to-end cases (a pure-PyTorch forward dressed up, a profile-aware passthrough, honest idioms) are in
+tests/adversarial and tests/legit, through the real judge; these pin the rule's arithmetic and the
+classification of the files and functions the samples fall in."""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+
+import torch
+
+from kernelgym.evaluation.own_code import (
+    GLUE,
+    OTHER,
+    OWN,
+    TORCH,
+    Classifier,
+    OwnCodeEvidence,
+    is_housekeeping,
+    judge,
+)
+
+TORCH_LIB = os.path.join(os.path.dirname(torch.__file__), "lib")
+
+
+def _evidence(**kinds: int) -> OwnCodeEvidence:
+    return OwnCodeEvidence(by_kind=Counter(kinds))
+
+
+def test_work_left_to_torch_is_judged_and_honest_shares_pass():
+    assert judge(_evidence(own=0, torch=70, glue=30), 0.3)[0] == "kernel_not_called"
+    assert judge(_evidence(own=50, torch=31, glue=18), 0.3)[0] == "torch"  # a diluted partial passthrough
+    assert judge(_evidence(own=1, other=89, glue=10), 0.3)[0] == "other"  # numpy doing the work
+    # the honest corpus: torch within a few percent of the samples, glue up to two thirds
+    assert judge(_evidence(own=32, torch=2, glue=65), 0.3) is None
+    assert judge(_evidence(own=69, torch=3, glue=28), 0.3) is None
+
+
+def test_a_tiny_task_is_judged_only_when_its_few_samples_rule_out_honesty():
+    # 14 samples of work, all of them PyTorch's: an honest solution's torch share (a few %) cannot give that
+    assert judge(_evidence(own=0, torch=14, glue=24), 0.3)[0] == "kernel_not_called"
+    # a handful of samples that could be an honest solution's noise decide nothing
+    assert judge(_evidence(own=3, torch=2, glue=20), 0.3) is None
+    assert judge(_evidence(own=0, torch=2, glue=20), 0.3) is None
+
+
+def test_unavailable_sampling_decides_nothing():
+    evidence = _evidence(own=0, torch=100)
+    evidence.available = False
+    assert judge(evidence, 0.3) is None
+
+
+def test_files_are_classified_by_what_they_hold(tmp_path):
+    built = tmp_path / "ext"
+    built.mkdir()
+    (built / "solution_ext.so").write_bytes(b"")
+    classifier = Classifier()
+    classifier.add_built(str(built))
+    assert classifier.classify(str(built / "solution_ext.so")) == OWN
+    assert classifier.classify(os.path.join(TORCH_LIB, "libtorch_cpu.so")) == TORCH
+    assert classifier.classify(os.path.join(TORCH_LIB, "libc10.so")) == GLUE
+    assert classifier.classify("/usr/lib/x86_64-linux-gnu/libc.so.6") == GLUE
+    assert classifier.classify("[anon exec]") == OTHER
+    numpy_core = "/opt/venv/lib/python3.11/site-packages/numpy/core/_multiarray_umath.so"
+    assert classifier.classify(numpy_core) == OTHER
+
+
+def test_torch_housekeeping_is_told_from_its_compute():
+    assert is_housekeeping("_ZN2at6native12_GLOBAL__N_111fill_kernelERNS_14TensorIteratorERKN3c106ScalarE")
+    assert is_housekeeping("_ZN3c1015CPUAllocatorImpl8allocateEm") or is_housekeeping("posix_memalign")
+    assert not is_housekeeping("mkl_blas_avx512_sgemm_kernel_0")
+    assert not is_housekeeping("_ZN3c1012function_refIFvPPcPKlllEE11callback_fnIN2at6native4AVX216"
+                               "VectorizedLoop2dIZZZNS9_12_GLOBAL__N_128clamp_min_scalar_kernel_implE")
+
+
+def test_torch_samples_are_attributed_to_functions_of_its_library():
+    from kernelgym.evaluation.symbols import symbols
+
+    table = symbols(os.path.join(TORCH_LIB, "libtorch_cpu.so"))
+    assert table is not None and len(table.starts) > 1000
+    # the first function in the table, found again at its own file offset
+    offset, _, vaddr = next(load for load in table.loads if load[2] <= table.starts[0] < load[2] + load[1])
+    assert table.name_at(table.starts[0] - vaddr + offset)
