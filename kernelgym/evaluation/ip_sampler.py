@@ -355,6 +355,7 @@ class IpSampler:
         self._parsed = _Parsed()
         self.refused = ""  # why the host refused perf events, one line; empty while sampling works
         self._maps_at_start: set[tuple[int, int, str]] = set()
+        self._counted: dict[int, int] = {}  # each event's count at the last pause
 
     def start(self) -> bool:
         """Open an event on every thread, read the maps, then enable the events together. False when the
@@ -410,39 +411,66 @@ class IpSampler:
 
     def stop(self) -> IpSamples:
         """Disable, read everything, attribute the IPs with the maps as they are now, and close."""
-        if self.refused:
-            return unavailable(self.refused)
         try:
-            for ring in self._rings:
-                fcntl.ioctl(ring.fd, PERF_EVENT_IOC_DISABLE, 0)
-            self.drain()
-            cpu_ns = sum(ring.cpu_ns() for ring in self._rings)
-            overflowed = sum(ring.overflowed for ring in self._rings)
-            sampled = tuple(sorted(ring.tid for ring in self._rings))
-            alive = _thread_ids(self.pid)
-            maps_at = executable_mappings_at(self.pid)
-            maps = [m[:3] for m in maps_at]
-            by_path = attribute(self._parsed.ips, maps)
-            offsets = file_offsets(self._parsed.ips, maps_at)
+            return self.pause()
         finally:
             self.close()
-        parsed = self._parsed
+
+    def pause(self, attribute_samples: bool = True) -> IpSamples:
+        """Disable and read the region so far, keeping the events open: resume() starts the next region at
+        the cost of an ioctl per event (opening and mapping them again costs milliseconds). Without
+        `attribute_samples` the maps are not read and the result holds the counts only."""
+        if self.refused:
+            return unavailable(self.refused)
+        for ring in self._rings:
+            fcntl.ioctl(ring.fd, PERF_EVENT_IOC_DISABLE, 0)
+        self.drain()
+        counts = {id(ring): ring.cpu_ns() for ring in self._rings}
+        cpu_ns = sum(counts[id(r)] - self._counted.get(id(r), 0) for r in self._rings)
+        self._counted = counts
+        overflowed = sum(ring.overflowed for ring in self._rings)
+        sampled = {ring.tid for ring in self._rings}
+        parsed, self._parsed = self._parsed, _Parsed()
+        for ring in self._rings:
+            ring.overflowed = False
+        by_path: dict[str, int] = {}
+        offsets: dict[str, dict[int, int]] = {}
+        added: tuple[str, ...] = ()
+        unsampled: tuple[int, ...] = ()
+        if attribute_samples:
+            if not self.cpus:
+                unsampled = tuple(sorted(_thread_ids(self.pid) - sampled))
+            maps_at = executable_mappings_at(self.pid)
+            maps = [m[:3] for m in maps_at]
+            by_path = attribute(parsed.ips, maps)
+            offsets = file_offsets(parsed.ips, maps_at)
+            added = self._added(maps, parsed)
+            self._maps_at_start = set(maps)
+        elif parsed.ips:
+            by_path[UNMAPPED] = sum(parsed.ips.values())
         if parsed.kernel_samples:
             by_path[KERNEL] = parsed.kernel_samples
         return IpSamples(
             available=True, period_ns=self.period_ns, samples_total=sum(by_path.values()),
             samples_by_path=by_path, lost_records=parsed.lost_records, samples_lost=parsed.samples_lost,
-            rings_overflowed=overflowed,
-            threads_sampled=tuple(sorted(set(sampled))),
-            threads_unsampled=() if self.cpus else tuple(sorted(alive - set(sampled))),
-            cpu_ns_sampled_threads=cpu_ns, exec_mappings_added=self._added(maps), offsets_by_path=offsets)
+            rings_overflowed=overflowed, threads_sampled=tuple(sorted(sampled)), threads_unsampled=unsampled,
+            cpu_ns_sampled_threads=cpu_ns, exec_mappings_added=added, offsets_by_path=offsets)
 
-    def _added(self, maps_at_stop: list[tuple[int, int, str]]) -> tuple[str, ...]:
+    def resume(self) -> None:
+        """Start the next region: threads born since are opened first (with inherited events they are
+        already covered, and the maps' baseline is the last pause's)."""
+        if not self.cpus:
+            new = _thread_ids(self.pid) - {ring.tid for ring in self._rings}
+            self._open_all(sorted(new))
+        for ring in self._rings:
+            fcntl.ioctl(ring.fd, PERF_EVENT_IOC_ENABLE, 0)
+
+    def _added(self, maps_at_stop: list[tuple[int, int, str]], parsed: _Parsed) -> tuple[str, ...]:
         """Executable code that was not there at start: what the kernel reported being mapped by a sampled
         thread (PERF_RECORD_MMAP), and any executable range at stop that differs from the maps at start
         (mapped by a thread that was not sampled)."""
         changed = {path for path_range in set(maps_at_stop) - self._maps_at_start for path in path_range[2:]}
-        return tuple(sorted(changed | set(self._parsed.exec_mappings)))
+        return tuple(sorted(changed | set(parsed.exec_mappings)))
 
     def close(self) -> None:
         for ring in self._rings:

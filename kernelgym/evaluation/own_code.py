@@ -216,43 +216,61 @@ def judge(evidence: OwnCodeEvidence, max_foreign_share: float) -> tuple[str, str
 
 
 class BatchSampler:
-    """Samples every thread of every given process between start() and stop(); unavailable hosts say why."""
+    """Samples every thread of every given process in each batch (start ... stop); the events stay open
+    between batches (an ioctl each to resume: opening and mapping them costs milliseconds). Hosts that refuse
+    perf events leave `refused` set to the reason."""
 
     def __init__(self, period_ns: int = PERIOD_NS):
         self.period_ns = period_ns
         self.refused = ""
-        self._samplers: list[IpSampler] = []
+        self._by_pid: dict[int, IpSampler] = {}
+        self._active: list[IpSampler] = []
+        self._inherited = False  # events inherited by later threads and processes: sample the first tree only
 
     def start(self, pids: list[int], cpus: tuple[int, ...] | None = None) -> bool:
         """cpus: the cpuset the processes cannot leave; their threads born meanwhile are then sampled too."""
-        self._samplers = []
+        self._active = []
+        first = not self._by_pid
         for pid in pids:
-            sampler = IpSampler(pid, period_ns=self.period_ns, ring_pages=RING_PAGES, cpus=cpus)
+            sampler = self._by_pid.get(pid)
             try:
-                started = sampler.start()
-            except ProcessLookupError:  # a process that ended meanwhile: its CPU time still counts
+                if sampler is not None:
+                    sampler.resume()
+                elif first or not self._inherited:
+                    sampler = IpSampler(pid, period_ns=self.period_ns, ring_pages=RING_PAGES, cpus=cpus)
+                    if not sampler.start():
+                        self.refused = sampler.refused
+                        self.close()
+                        return False
+                    self._by_pid[pid] = sampler
+                else:
+                    continue
+            except (ProcessLookupError, OSError):  # ended meanwhile: its CPU time still counts
+                self._drop(pid)
                 continue
-            if not started:
-                self.refused = sampler.refused
-                self.close()
-                return False
-            self._samplers.append(sampler)
+            self._active.append(sampler)
+        self._inherited = self._inherited or (first and cpus is not None)
         return True
 
-    def stop(self) -> list[IpSamples]:
+    def stop(self, attribute_samples: bool = True) -> list[IpSamples]:
         found = []
-        for sampler in self._samplers:
+        for sampler in self._active:
             try:
-                found.append(sampler.stop())
-            except ProcessLookupError:
-                continue
-        self._samplers = []
+                found.append(sampler.pause(attribute_samples))
+            except (ProcessLookupError, OSError):
+                self._drop(sampler.pid)
+        self._active = []
         return found
 
-    def close(self) -> None:
-        for sampler in self._samplers:
+    def _drop(self, pid: int) -> None:
+        sampler = self._by_pid.pop(pid, None)
+        if sampler is not None:
             sampler.close()
-        self._samplers = []
+
+    def close(self) -> None:
+        for sampler in self._by_pid.values():
+            sampler.close()
+        self._by_pid, self._active = {}, []
 
 
 class CandidateWatch:
@@ -268,6 +286,7 @@ class CandidateWatch:
         self.classifier = Classifier() if on_cpu else None
         self.evidence = OwnCodeEvidence()
         self.sampler = BatchSampler()
+        self.reference_sampler = BatchSampler()  # the reference pays the same interrupts; its samples unread
 
     # the cgroup --------------------------------------------------------------------------------------------
     def make_cgroup(self, cores: set[int]) -> list[str] | None:
@@ -309,9 +328,13 @@ class CandidateWatch:
             self.evidence.note = (f"{self.sampler.refused}; fallback: the solution's own kernel calls are "
                                   "counted inside the candidate's process (forgeable by its code)")
 
+    def start_reference(self, pid: int) -> None:
+        if self.judges_own_code():
+            self.reference_sampler.start([pid])
+
     def discard(self) -> None:
         """The reference's batch: sampled only so that both sides pay the same interrupts."""
-        self.sampler.stop()
+        self.reference_sampler.stop(attribute_samples=False)
 
     def take(self, tree_cpu_s: float | None) -> None:
         """The candidate's batch, after it was frozen: its samples, and the CPU time its sampled threads did
@@ -323,5 +346,6 @@ class CandidateWatch:
 
     def close(self) -> None:
         self.sampler.close()
+        self.reference_sampler.close()
         if self.cgroup is not None:
             self.cgroup.remove()

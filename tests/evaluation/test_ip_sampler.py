@@ -172,6 +172,28 @@ def test_with_its_cpus_known_a_thread_born_while_sampling_is_sampled_too(spin_li
     assert 0.5 * samples.cpu_ns_sampled_threads <= sampled_ns <= 1.2 * samples.cpu_ns_sampled_threads
 
 
+def test_paused_regions_are_counted_apart(spin_lib):
+    """pause() ends a region and resume() starts the next on the same open events (the judge's batches)."""
+    child = _child(spin_lib, "native")
+    sampler = IpSampler(child.pid)
+    try:
+        assert sampler.start(), sampler.refused
+        time.sleep(REGION_S)
+        first = sampler.pause()
+        time.sleep(REGION_S)  # paused: nothing counted
+        sampler.resume()
+        time.sleep(REGION_S / 2)
+        second = sampler.stop()
+    finally:
+        sampler.close()
+        _stop(child)
+    for region in (first, second):
+        assert region.share_in([spin_lib]) > 0.7, region.samples_by_path
+        sampled_ns = region.samples_total * region.period_ns
+        assert 0.5 * region.cpu_ns_sampled_threads <= sampled_ns <= 1.2 * region.cpu_ns_sampled_threads
+    assert second.cpu_ns_sampled_threads < 0.8 * first.cpu_ns_sampled_threads
+
+
 def test_a_target_that_does_not_exist_is_a_clear_error():
     with open("/proc/sys/kernel/pid_max") as pid_max:
         missing = int(pid_max.read()) + 1  # above any pid the kernel can hand out
