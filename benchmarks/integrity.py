@@ -49,7 +49,7 @@ class Row:
 
 def _shares(result) -> str:
     prof = result.profile
-    if prof is None or not prof.sampled_shares:
+    if prof is None or not getattr(prof, "sampled_shares", None):
         return ""
     return " ".join(f"{k} {v:.2f}" for k, v in prof.sampled_shares.items()) + f" (n={prof.samples})"
 

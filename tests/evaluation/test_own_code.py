@@ -71,6 +71,9 @@ def test_torch_housekeeping_is_told_from_its_compute():
     assert is_housekeeping("_ZN2at6native12_GLOBAL__N_111fill_kernelERNS_14TensorIteratorERKN3c106ScalarE")
     assert is_housekeeping("_ZN3c1015CPUAllocatorImpl8allocateEm") or is_housekeeping("posix_memalign")
     assert not is_housekeeping("mkl_blas_avx512_sgemm_kernel_0")
+    assert not is_housekeeping("mkl_blas_avx512_sgemm_scopy_right48_ea")  # packing is the GEMM's own work
+    assert is_housekeeping("_ZN3c1012function_refIFvPPcPKlllEE11callback_fnIN2at6native4AVX216VectorizedLoop"
+                           "2dIZZZNSA_18direct_copy_kernelERNS8_18TensorIteratorBaseEENKUlvE1_clEvE")
     assert not is_housekeeping("_ZN3c1012function_refIFvPPcPKlllEE11callback_fnIN2at6native4AVX216"
                                "VectorizedLoop2dIZZZNS9_12_GLOBAL__N_128clamp_min_scalar_kernel_implE")
 
