@@ -5,7 +5,8 @@
 
 Counts, per backend:
 - cheats credited: a cheat of tests/adversarial that a reward pays more than its honest limit (the corpus's
-  own test, `assert_no_credit`, fails on it);
+  own test, `assert_no_credit`, fails on it; a defused cheat over its speed limit is judged again once, as
+  that test does: an honest kernel's speed on a loaded 2-core VM can exceed it in one evaluation);
 - cheats judged ok: the verdict was `ok` (defused to its honest part, or a hole);
 - false rejections: an honest solution (tests/legit, kernelgym's bundled examples) not judged `ok`.
 The CUDA-L1 corpus (tests/corpora/cuda_l1_labels.csv) is GPU-only: benchmarks/cuda_l1.py judges it there.
@@ -83,14 +84,14 @@ def _judge(backends: set[str], workers: int) -> list[Row]:
     with EvalPool(workers=workers, options=EvalOptions(timing_budget_s=1.0)) as pool:
         futures = [(job, pool.submit(tasks.get(job[2]), job[4], backend=job[3],
                                      size="cpu" if job[3] == "cpp" else "gpu")) for job in jobs]
-        for (corpus, name, task_id, backend, _, cheat), future in futures:
+        for (corpus, name, task_id, backend, source, cheat), future in futures:
             result = future.result()
             failure = ""
             if cheat is not None:
-                try:
-                    adversarial.assert_no_credit(cheat, result)
-                except AssertionError:
-                    failure = "credited"
+                failure = _credited(adversarial, cheat, result)
+                if failure and result.verdict is Verdict.OK:  # as the corpus's test: a speed that holds again
+                    result = pool.evaluate(tasks.get(task_id), source, backend=backend, size=cheat.size)
+                    failure = _credited(adversarial, cheat, result)
                 if not failure and result.verdict is Verdict.OK:
                     failure = "ok cheat"
             elif result.verdict is not Verdict.OK:
@@ -101,6 +102,14 @@ def _judge(backends: set[str], workers: int) -> list[Row]:
                   f"{row.rules[:40]:40} {row.shares}", flush=True)
             rows.append(row)
     return rows
+
+
+def _credited(adversarial, cheat, result) -> str:
+    try:
+        adversarial.assert_no_credit(cheat, result)
+    except AssertionError:
+        return "credited"
+    return ""
 
 
 def _score(rows: list[Row]) -> list[str]:

@@ -48,6 +48,35 @@ def _python_files() -> tuple[str, ...]:
     return exe, os.path.realpath(dynload.rstrip(os.sep)) + os.sep
 
 
+def readable(symbol: str) -> str:
+    """A short name for a (mangled) function of PyTorch's: the kernel it belongs to where one is named
+    (ATen's loops are lambdas inside `<op>_kernel`), else its last plain identifier."""
+    if not symbol.startswith("_Z"):
+        return symbol[:80]
+    words, i = [], 2
+    while i < len(symbol):  # Itanium mangling: each source name is <length><name>
+        if symbol[i] in "ST" and i + 1 < len(symbol) and (symbol[i + 1].isalnum() or symbol[i + 1] == "_"):
+            end = symbol.find("_", i + 1)  # a substitution (S3_) or template parameter (T0_): no name
+            if end != -1 and symbol[i + 1:end].isalnum() and symbol[i + 1:end].upper() == symbol[i + 1:end]:
+                i = end + 1
+                continue
+        if not symbol[i].isdigit():
+            i += 1
+            continue
+        j = i
+        while j < len(symbol) and symbol[j].isdigit():
+            j += 1
+        length = int(symbol[i:j])
+        word = symbol[j:j + length]
+        if length and len(word) == length and word.isidentifier():
+            words.append(word)
+            i = j + length
+        else:
+            i = j
+    kernels = [w for w in words if "kernel" in w or "impl" in w or "gemm" in w]
+    return (kernels[-1] if kernels else max(words, key=len, default=symbol))[:80]
+
+
 class Classifier:
     """Which kind of code a mapped file is, for one evaluation (its own libraries are the built ones)."""
 
@@ -152,9 +181,11 @@ class OwnCodeEvidence:
         return {k: round(self.share(k), 3) for k in (OWN, TORCH, GLUE, OTHER)}
 
     def top_torch_ms(self, n: int = 5) -> list[tuple[str, float]]:
-        """PyTorch's compute functions by sampled CPU time over the batches (ms)."""
-        common = self.torch_by_symbol.most_common(n)
-        return [(name, round(c * self.period_ns / 1e6, 3)) for name, c in common]
+        """PyTorch's compute functions by sampled CPU time over the batches (ms), named readably."""
+        by_name: Counter = Counter()
+        for name, count in self.torch_by_symbol.items():
+            by_name[readable(name)] += count
+        return [(name, round(c * self.period_ns / 1e6, 3)) for name, c in by_name.most_common(n)]
 
     def top_paths(self, n: int = 5) -> list[tuple[str, float]]:
         total = self.total or 1

@@ -20,6 +20,7 @@ from kernelgym.evaluation.own_code import (
     OwnCodeEvidence,
     is_housekeeping,
     judge,
+    readable,
 )
 
 TORCH_LIB = os.path.join(os.path.dirname(torch.__file__), "lib")
@@ -86,3 +87,10 @@ def test_torch_samples_are_attributed_to_functions_of_its_library():
     # the first function in the table, found again at its own file offset
     offset, _, vaddr = next(load for load in table.loads if load[2] <= table.starts[0] < load[2] + load[1])
     assert table.name_at(table.starts[0] - vaddr + offset)
+
+
+def test_torch_functions_are_named_readably_in_feedback():
+    mangled = ("_ZN3c1012function_refIFvPPcPKlllEE11callback_fnIN2at6native4AVX216VectorizedLoop2dIZZZNS9_"
+               "12_GLOBAL__N_128clamp_min_scalar_kernel_implERNS8_18TensorIteratorBaseE")
+    assert readable(mangled) == "clamp_min_scalar_kernel_impl"
+    assert readable("mkl_blas_avx512_sgemm_kernel_0") == "mkl_blas_avx512_sgemm_kernel_0"
