@@ -311,13 +311,16 @@ class CandidateWatch:
     """The trusted side's view of the candidate's CPU work in one evaluation: its cgroup (cores fixed, CPU
     time counted for the whole tree) and the samples of every batch. Off the CPU it does nothing."""
 
-    def __init__(self, on_cpu: bool):
+    def __init__(self, on_cpu: bool, native: bool = True):
+        """on_cpu: the candidate runs on the CPU (a cgroup holds it). native: its kernels are native CPU
+        code (the cpp backend), so its samples say whose code did the work (Triton's interpreter does not)."""
         from kernelgym.workers.cgroup import CandidateCgroup
 
         self.on_cpu = on_cpu
+        self.native = on_cpu and native
         self.cgroup: CandidateCgroup | None = None
         self.notes: list[str] = []  # what fell back to what, for the verdict's notes
-        self.classifier = Classifier() if on_cpu else None
+        self.classifier = Classifier()
         self.evidence = OwnCodeEvidence()
         self.sampler = BatchSampler()
         self.reference_sampler = BatchSampler()  # the reference pays the same interrupts; its samples unread
@@ -351,7 +354,7 @@ class CandidateWatch:
     # sampling ----------------------------------------------------------------------------------------------
     def judges_own_code(self) -> bool:
         """Whether the samples decide (CPU, perf events allowed); else the in-process fallback does."""
-        return self.on_cpu and not self.evidence.note and self.evidence.available
+        return self.native and not self.evidence.note and self.evidence.available
 
     def start(self, pids: list[int], cores: set[int] | None = None) -> None:
         if not self.judges_own_code():

@@ -304,7 +304,8 @@ class _Evaluation:
         self.build_s, self.cached = 0.0, True
         self.stage = "load"  # the stage under way, named in timeouts and crashes
         self.cores = _cores(self.options.threads, pipeline.slot)  # the reference's and the candidate's
-        self.watch = CandidateWatch(self.device == "cpu")  # issue 28: cgroup and samples, from outside
+        # issue 28: the candidate's cgroup and the samples of its batches, taken from outside
+        self.watch = CandidateWatch(self.device == "cpu", native=self.backend.device == "cpu")
 
     def run(self) -> None:
         try:
