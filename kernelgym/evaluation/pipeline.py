@@ -538,7 +538,8 @@ class _Evaluation:
     def _run_candidate(self, record: _Batch, inputs: m.Inputs, fd: int | None, profile: bool) -> m.BatchDone:
         message = m.RunBatch(record.number, layout=inputs.layout, ipc=inputs.ipc, profile=profile)
         cpu_before = self._candidate_cpu_s()
-        self.watch.start(self.candidate_pids(), self.cores)
+        if self.watch.judges_own_code():
+            self.watch.start(self.candidate_pids(), self.cores)
         start = time.perf_counter_ns()
         self.to_candidate(message, fds=[fd] if fd is not None else ())
         done = self.receive(m.BatchDone, self.stage, self.options.timeout_s)
