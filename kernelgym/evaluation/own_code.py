@@ -199,7 +199,8 @@ _HOUSEKEEPING = ("fill_kernel", "fill_out", "fill_impl", "zero_", "copy_kernel",
                  "contiguous",
                  "clone", "TensorImpl", "StorageImpl", "intrusive_ptr", "Dispatcher", "OperatorHandle",
                  "KernelFunction", "THPVariable", "pybind11", "PyObject", "dispatch_", "OperatorEntry",
-                 "DispatchKey", "AutogradMeta", "VariableType", "OptionalTensorRef")
+                 "DispatchKey", "AutogradMeta", "VariableType", "OptionalTensorRef", "8autograd6Engine",
+                 "8autograd4Node", "8autograd8Function", "9InputBuffer", "GraphTask")
 
 
 _BLAS = ("mkl_", "dnnl", "jit_", "openblas", "sgemm", "dgemm")  # BLAS's own packing ("scopy") is its GEMM

@@ -722,7 +722,8 @@ class _Evaluation:
     def _require_own_kernels(self, record: _Batch) -> None:
         """The candidate's own count of calls into its kernels: on the CPU only where perf events are
         refused (the samples decide otherwise); the backward's count as it was."""
-        if self.device == "cpu" and not self.watch.judges_own_code() and record.own_kernel_calls < record.calls:
+        counted_inside = self.device == "cpu" and not self.watch.judges_own_code()
+        if counted_inside and record.own_kernel_calls < record.calls:
             raise _end(rules.KERNEL_NOT_CALLED, "forward ran the solution's kernels "
                                                 f"{record.own_kernel_calls} time(s) in {record.calls} calls")
         # Counted in the candidate's process by the same wrappers as above (native loaders, Triton launches).
