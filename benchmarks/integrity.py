@@ -8,7 +8,8 @@ Counts, per backend:
   own test, `assert_no_credit`, fails on it; a defused cheat over its speed limit is judged again once, as
   that test does: an honest kernel's speed on a loaded 2-core VM can exceed it in one evaluation);
 - cheats judged ok: the verdict was `ok` (defused to its honest part, or a hole);
-- false rejections: an honest solution (tests/legit, kernelgym's bundled examples) not judged `ok`.
+- false rejections: an honest solution (tests/legit, kernelgym's bundled examples, those of the backward
+  suite) not judged `ok`. The backward suite's own cheats count too (credited: a verified speedup).
 The CUDA-L1 corpus (tests/corpora/cuda_l1_labels.csv) is GPU-only: benchmarks/cuda_l1.py judges it there.
 """
 
@@ -62,13 +63,13 @@ def _rules(result) -> str:
 def _judge(backends: set[str], workers: int) -> list[Row]:
     from kernelgym.evaluation.options import EvalOptions
     from kernelgym.evaluation.result import Verdict
-    from kernelgym.solutions import examples
-    from kernelgym.tasks import bundled
+    from kernelgym.solutions import cheats, examples
+    from kernelgym.tasks import bundled, bundled_backward
     from kernelgym.workers.pool import EvalPool
 
     adversarial = _module(ROOT / "tests" / "adversarial" / "test_corpus.py", "integrity_adversarial")
     legit = _module(ROOT / "tests" / "legit" / "test_legit.py", "integrity_legit")
-    tasks = bundled()
+    tasks, backward_tasks = bundled(), bundled_backward()
     jobs = []  # (corpus, name, task_id, backend, source, cheat or None)
     for cheat in adversarial.CHEATS:
         if cheat.backend in backends:
@@ -80,14 +81,26 @@ def _judge(backends: set[str], workers: int) -> list[Row]:
         for example in examples(backend):
             jobs.append(("examples", f"{backend}:{example.task_id}", example.task_id, backend,
                          example.source, None))
+        for example in examples(backend, "backward"):
+            jobs.append(("backward", f"{backend}:{example.task_id}", example.task_id, backend,
+                         example.source, None))
+        for cheat in cheats(backend, "backward"):
+            jobs.append(("backward-cheats", f"{backend}:{cheat.cheat}", cheat.task_id, backend, cheat.source,
+                         "suite"))
     rows = []
     with EvalPool(workers=workers, options=EvalOptions(timing_budget_s=1.0)) as pool:
-        futures = [(job, pool.submit(tasks.get(job[2]), job[4], backend=job[3],
+        def task_of(job):
+            return (backward_tasks if job[0].startswith("backward") else tasks).get(job[2])
+
+        futures = [(job, pool.submit(task_of(job), job[4], backend=job[3],
                                      size="cpu" if job[3] == "cpp" else "gpu")) for job in jobs]
         for (corpus, name, task_id, backend, source, cheat), future in futures:
             result = future.result()
             failure = ""
-            if cheat is not None:
+            if cheat == "suite":  # the backward suite's cheats: any `ok` with a verified speedup is credit
+                failure = "credited" if result.verified_speedup is not None else ""
+                failure = failure or ("ok cheat" if result.verdict is Verdict.OK else "")
+            elif cheat is not None:
                 failure = _credited(adversarial, cheat, result)
                 if failure and result.verdict is Verdict.OK:  # as the corpus's test: a speed that holds again
                     result = pool.evaluate(tasks.get(task_id), source, backend=backend, size=cheat.size)
@@ -117,8 +130,8 @@ def _score(rows: list[Row]) -> list[str]:
              "| --- | --- | --- | --- | --- | --- |"]
     for backend in sorted({r.backend for r in rows}):
         mine = [r for r in rows if r.backend == backend]
-        cheats = [r for r in mine if r.corpus == "adversarial"]
-        honest = [r for r in mine if r.corpus != "adversarial"]
+        cheats = [r for r in mine if r.corpus in ("adversarial", "backward-cheats")]
+        honest = [r for r in mine if r.corpus not in ("adversarial", "backward-cheats")]
         lines.append(f"| {backend} | {len(cheats)} | {sum(r.failure == 'credited' for r in cheats)} | "
                      f"{sum(r.verdict == 'ok' for r in cheats)} | {len(honest)} | "
                      f"{sum(r.failure == 'false rejection' for r in honest)} |")

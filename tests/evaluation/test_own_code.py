@@ -70,7 +70,10 @@ def test_files_are_classified_by_what_they_hold(tmp_path):
 
 def test_torch_housekeeping_is_told_from_its_compute():
     assert is_housekeeping("_ZN2at6native12_GLOBAL__N_111fill_kernelERNS_14TensorIteratorERKN3c106ScalarE")
-    assert is_housekeeping("_ZN3c1015CPUAllocatorImpl8allocateEm") or is_housekeeping("posix_memalign")
+    assert is_housekeeping("_ZN3c1015CPUAllocatorImpl8allocateEm")
+    assert is_housekeeping("_ZN5torch8autograd16validate_outputsERKSt6vectorINS0_4EdgeESaIS2_EE")  # engine
+    assert not is_housekeeping("_ZN2at6nativeL15addmm_impl_cpu_ERNS_6TensorERKS1_S1_S1_RKN3c106ScalarES8_")
+    assert not is_housekeeping("")  # a function without a name counts as compute
     assert not is_housekeeping("mkl_blas_avx512_sgemm_kernel_0")
     assert not is_housekeeping("mkl_blas_avx512_sgemm_scopy_right48_ea")  # packing is the GEMM's own work
     assert is_housekeeping("_ZN3c1012function_refIFvPPcPKlllEE11callback_fnIN2at6native4AVX216VectorizedLoop"
