@@ -233,7 +233,8 @@ def _tail(k: int, n: int, p: float) -> float:
 
 
 def judge(evidence: OwnCodeEvidence, max_foreign_share: float) -> tuple[str, str] | None:
-    """(which rule, message) when the samples show the work was not the solution's own, else None.
+    """(which rule: "torch" or "other", message) when the samples show the work was not the solution's own,
+    else None.
 
     The work is the samples outside the glue: own, torch and other. Torch's or other code's part of it
     above `max_foreign_share` is a passthrough (or another library doing the work): judged on the share
@@ -249,9 +250,10 @@ def judge(evidence: OwnCodeEvidence, max_foreign_share: float) -> tuple[str, str
         return None
     torch_part, other_part = evidence.by_kind[TORCH] / work, evidence.by_kind[OTHER] / work
     seen = ", ".join(f"{name} {part:.0%}" for name, part in evidence.top_paths(3))
-    if own == 0:
-        return "kernel_not_called", f"no sampled instruction was in the solution's own libraries ({seen})"
     which = "torch" if torch_part >= other_part else "other"
+    if own == 0:
+        return which, (f"none of the candidate's sampled work ran in the solution's own libraries (PyTorch "
+                       f"{torch_part:.0%}, other code {other_part:.0%}; {seen})")
     return which, (f"{share:.0%} of the candidate's sampled work ran outside its own code (PyTorch "
                    f"{torch_part:.0%}, other code {other_part:.0%}; {seen})")
 

@@ -885,8 +885,7 @@ class _Evaluation:
         found = own_code.judge(evidence, self.options.max_torch_share)
         if found is not None:
             rule, message = found
-            raise _end({"kernel_not_called": rules.KERNEL_NOT_CALLED, "torch": rules.TORCH_COMPUTE,
-                        "other": rules.UNTRACKED_COMPUTE}[rule], message)
+            raise _end(rules.TORCH_COMPUTE if rule == "torch" else rules.UNTRACKED_COMPUTE, message)
 
     # profile ------------------------------------------------------------------------------------------------
     def profile(self) -> None:

@@ -76,9 +76,8 @@ OUTPUT_ALIASES_INPUT = _rule("output_aliases_input", H, "returning an input or a
                              "output and input addresses, read by the trusted side")
 KERNEL_NOT_CALLED = _rule("kernel_not_called", H, "a fallback that runs instead of the solution's kernels "
                           "(a build failing inside try/except, a token kernel)",
-                          "CPU: instruction pointers of every candidate batch, sampled by the trusted worker "
-                          "(perf), none in the solution's built libraries; GPU and hosts without perf: calls "
-                          "into its kernels counted in its process")
+                          "calls into the solution's own kernels counted in its process (the GPU, and a CPU "
+                          "host without perf events; on the CPU the samples judge: torch_compute)")
 PRECISION_DOWNGRADE = _rule("precision_downgrade", H, "TF32 or reduced-precision matmul switched on for an "
                                                       "fp32 task (half-precision reductions for a bf16 or "
                                                       "fp16 run)", "the precision flags after each call")

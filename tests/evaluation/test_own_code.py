@@ -31,7 +31,7 @@ def _evidence(**kinds: int) -> OwnCodeEvidence:
 
 
 def test_work_left_to_torch_is_judged_and_honest_shares_pass():
-    assert judge(_evidence(own=0, torch=70, glue=30), 0.3)[0] == "kernel_not_called"
+    assert judge(_evidence(own=0, torch=70, glue=30), 0.3)[0] == "torch"
     assert judge(_evidence(own=50, torch=31, glue=18), 0.3)[0] == "torch"  # a diluted partial passthrough
     assert judge(_evidence(own=1, other=89, glue=10), 0.3)[0] == "other"  # numpy doing the work
     # the honest corpus: torch within a few percent of the samples, glue up to two thirds
@@ -41,7 +41,7 @@ def test_work_left_to_torch_is_judged_and_honest_shares_pass():
 
 def test_a_tiny_task_is_judged_only_when_its_few_samples_rule_out_honesty():
     # 14 samples of work, all of them PyTorch's: an honest solution's torch share (a few %) cannot give that
-    assert judge(_evidence(own=0, torch=14, glue=24), 0.3)[0] == "kernel_not_called"
+    assert judge(_evidence(own=0, torch=14, glue=24), 0.3)[0] == "torch"
     # a handful of samples that could be an honest solution's noise decide nothing
     assert judge(_evidence(own=3, torch=2, glue=20), 0.3) is None
     assert judge(_evidence(own=0, torch=2, glue=20), 0.3) is None
