@@ -11,11 +11,10 @@ cold build. Here the source is cut at its top-level items:
   call of `kernelgym_cuda::launch(kernel, grid, block, shmem, stream)(args)`, which converts the arguments
   to the kernel's parameter types like a call does and hands them to `cudaLaunchKernel`.
 
-A templated kernel is declared as a template in the host unit; the device unit defines it and, once the
-host unit is compiled, instantiates each specialization the host code launches (its undefined symbols say
-which). `#line` markers keep the compiler's messages on the source's own line numbers. Whatever the split
-cannot do exactly (namespaces, device code that names torch, host code that names a device variable) returns
-a reason instead, and the whole source is compiled by nvcc as before.
+`#line` markers keep the compiler's messages on the source's own line numbers. Whatever the split cannot
+do exactly (templated kernels, whose stubs nvcc keeps local to their unit; namespaces; device code that
+names torch; host code that names a device variable) returns a reason instead, and the whole source is
+compiled by nvcc as before.
 """
 
 from __future__ import annotations
@@ -102,9 +101,6 @@ class Split:
     device: str
     host: str
     kernels: list[str] = field(default_factory=list)
-    # Templated kernels: the host unit declares the template; the device unit defines it and gets, once the
-    # host unit is compiled, one instantiation for each specialization the host code launches (instances()).
-    templated: list[str] = field(default_factory=list)
 
 
 class NotSplittable(Exception):
@@ -115,7 +111,7 @@ def split(source: str, filename: str = "cuda.cu") -> Split:
     """The device and host units of `source`; raises NotSplittable with the reason."""
     items = top_level_items(source)
     device_names = _device_variables(items)
-    device, host, kernels, templated = [DEVICE_PRELUDE], [HOST_PRELUDE], [], []
+    device, host, kernels = [DEVICE_PRELUDE], [HOST_PRELUDE], []
     device_code = []  # what nvcc compiles beyond the directives: it must not need torch
     for item in items:
         mark = f'#line {item.line} "{filename}"\n'
@@ -126,10 +122,13 @@ def split(source: str, filename: str = "cuda.cu") -> Split:
             continue
         specifiers = item.specifiers
         if "__global__" in specifiers:
+            if _without_comments_and_strings(item.text).lstrip().startswith("template"):
+                # nvcc gives a template kernel's host stub internal linkage (a local symbol, even when
+                # instantiated explicitly): another unit cannot launch it (measured on the H200: the
+                # library's import failed on the undefined specialization).
+                raise NotSplittable("a templated kernel (nvcc keeps its specializations' stubs local)")
             name = _function_name(item.head if item.kind == "function" else item.text)
             kernels.append(name)
-            if _without_comments_and_strings(item.text).lstrip().startswith("template"):
-                templated.append(name)
             device.append(mark + item.text)
             device_code.append(item.text)
             host.append(mark + _kernel_declaration(item) + "\n")
@@ -154,7 +153,7 @@ def split(source: str, filename: str = "cuda.cu") -> Split:
     device_text = "\n".join(device) + "\n"
     if _TORCH_NAME.search(_without_comments_and_strings("\n".join(device_code))):
         raise NotSplittable("the device code names torch")
-    return Split(device_text, "\n".join(host) + "\n", kernels, templated)
+    return Split(device_text, "\n".join(host) + "\n", kernels)
 
 
 def kernel_name(symbol: str) -> str:
@@ -163,25 +162,6 @@ def kernel_name(symbol: str) -> str:
     while before.endswith(">"):
         before = before[: _opening(before, len(before) - 1)].rstrip()
     return before.split()[-1] if before.split() else ""
-
-
-def instances(symbols: list[str], templated: list[str]) -> tuple[str, str]:
-    """(headers to put first, lines to put last) in the device unit: each templated kernel specialization
-    the host unit launches, from its undefined symbols as the demangler spells them (`void scale<float,
-    256>(float*, int)`), instantiated by taking the address of `scale<float, 256>` in a global, so nvcc
-    emits the kernel and its host stub."""
-    lines = []
-    for symbol in symbols:
-        if kernel_name(symbol) not in templated:
-            continue
-        specialization = _before_parameters(symbol).removeprefix("void ")
-        if "(anonymous namespace)" in specialization or "{lambda" in specialization:
-            raise NotSplittable(f"a kernel specialization the device unit cannot name: {specialization}")
-        lines.append(f"void* kernelgym_instance_{len(lines)} = reinterpret_cast<void*>(&{specialization});")
-    # at::Half and at::BFloat16 are c10's, from two light headers (AT_DISPATCH_..._AND_HALF launches them)
-    headers = "#include <c10/util/Half.h>\n#include <c10/util/BFloat16.h>\n" if any(
-        "c10::" in line for line in lines) else ""
-    return headers, "\n".join(["", "// kernelgym: the specializations the host unit launches", *lines, ""])
 
 
 def _before_parameters(symbol: str) -> str:
@@ -410,16 +390,11 @@ def _launches_rewritten(text: str) -> str:
         end = text.find(">>>", at)
         if end < 0:
             raise NotSplittable("a launch without its closing >>>")
-        before = text[i:at].rstrip()
-        arguments = ""
-        if before.endswith(">"):  # a templated kernel's specialization: kernel<scalar_t><<<...>>>
-            opening = _opening(before, len(before) - 1)
-            before, arguments = before[:opening].rstrip(), before[opening:]
-        callee = re.search(r"([A-Za-z_][\w:]*)$", before)
+        callee = re.search(r"([A-Za-z_][\w:]*)\s*$", text[i:at])
         if callee is None:
-            raise NotSplittable("a launch of something other than a named kernel")
+            raise NotSplittable("a launch of something other than a named kernel (a template?)")
         name_start = i + callee.start(1)
         config = text[at + 3:end]
         out.append(text[i:name_start])
-        out.append(f"::kernelgym_cuda::launch({callee.group(1)}{arguments}, {config})")
+        out.append(f"::kernelgym_cuda::launch({callee.group(1)}, {config})")
         i = end + 3

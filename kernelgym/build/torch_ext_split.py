@@ -214,8 +214,7 @@ def _start_cuda_units(request, work: Path, root, light: Path, user_flags,
                       jobs) -> tuple[list[str], cuda_split.Split | None]:
     """Start compiling the CUDA source: split into a device unit for nvcc and a host unit for the host
     compiler (cuda_split) where it can be, else whole by nvcc with the light header. The objects' names and
-    the split (None when compiled whole). With templated kernels the device unit waits for the host unit,
-    whose undefined symbols say which specializations to instantiate."""
+    the split (None when compiled whole)."""
     source = "\n".join(request.cuda_sources)
     try:
         parts = cuda_split.split(source)
@@ -223,29 +222,11 @@ def _start_cuda_units(request, work: Path, root, light: Path, user_flags,
         return _start_whole_cuda_unit(request, work, root, jobs), None
     (work / "device.cu").write_text(parts.device, errors="surrogatepass")
     (work / "host.cpp").write_text(parts.host, errors="surrogatepass")
-    if not parts.templated:
-        _start_device_unit(request, work, jobs)
+    jobs["device"] = _start(["nvcc", *_nvcc_flags(request), "-c", "device.cu", "-o", "device.o"], work)
     host = [_cxx(), f"-I{light}", "-isystem", os.path.join(_cuda_home() or "/usr/local/cuda", "include"),
             *user_flags, "-c", "host.cpp", "-o", "host.o"]
     jobs["host"] = _start(host, work)
     return ["device.o", "host.o"], parts
-
-
-def _start_device_unit(request, work: Path, jobs) -> None:
-    jobs["device"] = _start(["nvcc", *_nvcc_flags(request), "-c", "device.cu", "-o", "device.o"], work)
-
-
-def _instantiate_templates(request, work: Path, parts: cuda_split.Split, jobs, times: SplitTimes) -> None:
-    """Once the host unit is compiled: the specializations it launches, instantiated in the device unit,
-    which then starts."""
-    _finish(jobs["host"], "host", times)
-    launched = list(_symbols(work, "host.o", "--undefined-only").values())
-    try:
-        headers, lines = cuda_split.instances(launched, parts.templated)
-    except cuda_split.NotSplittable as why:
-        raise _Fallback(str(why)) from None
-    (work / "device.cu").write_text(headers + parts.device + lines, errors="surrogatepass")
-    _start_device_unit(request, work, jobs)
 
 
 def _start_whole_cuda_unit(request, work: Path, root, jobs) -> list[str]:
@@ -266,8 +247,6 @@ def _finish_cuda_units(request, work: Path, root, jobs, started: tuple[list[str]
     if not objects:
         return objects
     try:
-        if parts.templated:
-            _instantiate_templates(request, work, parts, jobs, times)
         _finish(jobs["device"], "device", times)
         _finish(jobs["host"], "host", times)
         _check_kernel_symbols(work, parts.kernels)
@@ -285,18 +264,20 @@ def _finish_cuda_units(request, work: Path, root, jobs, started: tuple[list[str]
 
 
 def _check_kernel_symbols(work: Path, kernels_: list[str]) -> None:
-    """Every kernel the host unit launches is defined by the device unit under the same symbol (a shared
-    library links with symbols undefined, and the import would fail, so this is checked here)."""
+    """Every kernel the host unit launches is defined by the device unit under the same global symbol (a
+    shared library links with symbols undefined, and the import would fail, so this is checked here; a local
+    definition, as nvcc gives a template's stub, does not count)."""
     wanted = {m for m, d in _symbols(work, "host.o", "--undefined-only").items()
               if cuda_split.kernel_name(d) in kernels_}
-    missing = wanted - set(_symbols(work, "device.o", "--defined-only"))
+    missing = wanted - set(_symbols(work, "device.o", "--defined-only", "--extern-only"))
     if missing:
         raise _Fallback(f"kernels the device unit does not define as the host unit names them: {missing}")
 
 
-def _symbols(work: Path, obj: str, flag: str) -> dict[str, str]:
-    """An object's symbols (nm's `--undefined-only` or `--defined-only`), mangled -> demangled."""
-    done = _run(["nm", flag, "-P", obj], work)
+def _symbols(work: Path, obj: str, *flags: str) -> dict[str, str]:
+    """An object's symbols (nm's `--undefined-only`, or `--defined-only` and `--extern-only`), mangled ->
+    demangled."""
+    done = _run(["nm", *flags, "-P", obj], work)
     mangled = [line.split()[0] for line in done.stdout.splitlines() if line.strip()]
     demangled = _run(["c++filt"], work, stdin="\n".join(mangled)).stdout.splitlines()
     return dict(zip(mangled, demangled, strict=False))
