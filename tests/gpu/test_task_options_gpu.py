@@ -35,8 +35,8 @@ def _show(label: str, result) -> None:
 
 
 # Measured on the H200 (2026-12-04): the backward suite's Triton ReLU was judged `hack` (the profiler counted
-# its autograd.Function, _ReLU/_ReLUBackward, as PyTorch's compute) after a 52 s timing. A GPU pool now answers
-# backward tasks `not_supported_here` (not judged, never charged); these expect the fix.
+# its autograd.Function, _ReLU/_ReLUBackward, as PyTorch's compute) after a 52 s timing. A GPU pool now
+# answers backward tasks `not_supported_here` (not judged, never charged); these expect the fix.
 NOT_YET = pytest.mark.xfail(reason="backward tasks are not judged on a GPU yet (not_supported_here)")
 
 
