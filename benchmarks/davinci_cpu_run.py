@@ -46,7 +46,7 @@ def evaluate(backbone, pool, tokens: int) -> dict:
     with SkillStore(Path(ARGS.out) / "eval-skills.sqlite") as store:
         runner = EpisodeRunner(config, backbone, store, pool)
         t0 = time.monotonic()
-        trajs = [runner.run(task) for task in HELD_OUT]
+        trajs = runner.run_batch(HELD_OUT)  # one batched generate call per turn
         runner.close()
     out = episode_metrics([trajs])
     out["verdicts"] = {t.task_id: t.verdicts for t in trajs}

@@ -71,12 +71,17 @@ class ReplayingBackbone:
     def __getattr__(self, name):
         return getattr(self.inner, name)
 
-    def generate(self, role, messages, **kwargs):
+    def generate_batch(self, role, conversations, **kwargs):
         t0 = time.monotonic()
-        out = self.inner.generate(role, messages, **kwargs)
+        outs = self.inner.generate_batch(role, conversations, **kwargs)
         self.gen_s += time.monotonic() - t0
-        self.tokens += len(out.completion_ids)
+        self.tokens += sum(len(out.completion_ids) for out in outs)
         self.calls += 1
+        for messages, out in zip(conversations, outs, strict=True):
+            self._swap(role, messages, out)
+        return outs
+
+    def _swap(self, role, messages, out) -> None:
         if role == "policy":
             for task_id, source in self.solutions.items():
                 if f"Task: {task_id} " in messages[1]["content"]:
@@ -87,7 +92,6 @@ class ReplayingBackbone:
 
             task = resolve_task(messages[1]["content"].split()[1])
             out.text = teacher_summary(task.name, task.category, "any", "")
-        return out
 
 
 def main(args) -> None:
@@ -147,7 +151,8 @@ def main(args) -> None:
         with SlotProbe("cuda" if device == "cuda" else "cpu") as probe:
             while time.monotonic() - t0 < args.seconds:
                 chosen = [task_ids[(steps * args.tasks + i) % len(task_ids)] for i in range(args.tasks)]
-                groups = [[runner.run(t) for _ in range(args.group)] for t in chosen]
+                played = runner.run_batch([t for t in chosen for _ in range(args.group)])
+                groups = [played[i * args.group:(i + 1) * args.group] for i in range(len(chosen))]
                 rewards.assign(groups, config.rewards)
                 t1 = time.monotonic()
                 reinforce_step(backbone, optimizer, [t for g in groups for t in g])

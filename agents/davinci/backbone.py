@@ -140,32 +140,59 @@ class Backbone:
 
     def generate(self, role: str, messages: list[dict[str, str]], *, max_new_tokens: int,
                  temperature: float = 0.8, top_p: float = 1.0) -> Generated:
+        return self.generate_batch(role, [messages], max_new_tokens=max_new_tokens, temperature=temperature,
+                                   top_p=top_p)[0]
+
+    def generate_batch(self, role: str, conversations: list[list[dict[str, str]]], *, max_new_tokens: int,
+                       temperature: float = 0.8, top_p: float = 1.0, min_new_tokens: int = 0,
+                       batch_size: int | None = None) -> list[Generated]:
+        """One completion per conversation, `batch_size` rows (default all) per `model.generate` call:
+        left-padded, one KV cache, rows that end early padded until the longest row ends.
+
+        `min_new_tokens` forbids the end token before that many new tokens: for throughput benchmarks only
+        (the distribution then differs from the one `token_logprobs` scores)."""
+        context = self.context_length()
+        budget = context - max_new_tokens if context and context > max_new_tokens else None
+        prompts = [self.prompt_ids(m, budget) for m in conversations]
+        step = max(1, batch_size or len(prompts))
+        out: list[Generated] = []
+        for start in range(0, len(prompts), step):
+            out += self._generate_rows(role, prompts[start:start + step], max_new_tokens, temperature, top_p,
+                                       min_new_tokens)
+        return out
+
+    def _generate_rows(self, role: str, prompts: list[list[int]], max_new_tokens: int, temperature: float,
+                       top_p: float, min_new_tokens: int) -> list[Generated]:
         import torch
         from transformers import GenerationConfig
 
-        context = self.context_length()
-        prompt = self.prompt_ids(messages, context - max_new_tokens if context and context > max_new_tokens
-                                 else None)
         # A fresh GenerationConfig: nothing from the checkpoint's defaults (top_k, repetition penalty, ...)
         # reshapes the distribution beyond the temperature and top_p that token_logprobs applies again.
-        eos = self.tokenizer.eos_token_id
+        eos, pad = self.tokenizer.eos_token_id, self.tokenizer.pad_token_id
         sampling = GenerationConfig(
-            max_new_tokens=max_new_tokens, pad_token_id=self.tokenizer.pad_token_id, eos_token_id=eos,
+            max_new_tokens=max_new_tokens, pad_token_id=pad, eos_token_id=eos,
+            **({"min_new_tokens": min_new_tokens} if min_new_tokens else {}),
             **({"do_sample": True, "temperature": temperature, "top_p": top_p, "top_k": 0}
                if temperature > 0 else {"do_sample": False}))
+        width = max(len(p) for p in prompts)
+        device = self.config.device
+        # Left padding: every row's last prompt token sits at the same position, so one cache serves all;
+        # the mask (and the position ids generate derives from it) hides the padding.
+        ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompts], device=device)
+        mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], device=device)
         with self.role(role) as model, torch.no_grad(), self.autocast():
             was_training = model.training
             model.eval()
-            ids = torch.tensor([prompt], device=self.config.device)
-            out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids),
-                                 generation_config=sampling)
+            out = model.generate(input_ids=ids, attention_mask=mask, generation_config=sampling)
             model.train(was_training)
-        new = out[0, len(prompt):].tolist()
-        stopped = eos in new
-        if stopped:
-            new = new[: new.index(eos) + 1]  # the end token is trained on too: the model learns to stop
-        text = self.tokenizer.decode(new, skip_special_tokens=True)
-        return Generated(prompt, new, text, "stop" if stopped else "length", float(temperature), float(top_p))
+        results = []
+        for prompt, row in zip(prompts, out[:, width:].tolist(), strict=True):
+            stopped = eos in row
+            new = row[: row.index(eos) + 1] if stopped else row  # the end token is trained on too
+            text = self.tokenizer.decode(new, skip_special_tokens=True)
+            results.append(Generated(prompt, new, text, "stop" if stopped else "length", float(temperature),
+                                     float(top_p)))
+        return results
 
     # training --------------------------------------------------------------------------------------------
 

@@ -77,6 +77,9 @@ class EpisodeConfig:
     policy_tokens: int = 4608  # a whole solution with its end token (1.1-4.4k tokens measured)
     summary_tokens: int = 256
     history: int = 1  # earlier (reply, feedback) pairs kept in the policy's chat
+    # Rows per batched generate call: the episodes of an RL step run in lockstep and each role's turn of all
+    # of them is generated together (one KV cache, left padding). 1: one row at a time.
+    generation_batch: int = 16
 
 
 @dataclass

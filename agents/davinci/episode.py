@@ -17,6 +17,7 @@ one task are independent samples.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,6 +41,23 @@ class Teacher:
 
 
 @dataclass
+class _Rollout:
+    """One episode of a batch while it runs."""
+
+    env: Any
+    obs: dict
+    task: Any
+    traj: Trajectory
+    hits: list = field(default_factory=list)  # BM25's candidates
+    skills: list = field(default_factory=list)  # the chosen ones, in the policy's prompt
+    history: list[tuple[str, str]] = field(default_factory=list)
+    info: dict[str, Any] = field(default_factory=dict)
+    index: int = 0  # policy turns taken
+    judged_turns: int = 0
+    done: bool = False
+
+
+@dataclass
 class EpisodeRunner:
     """Plays episodes with one backbone (None: every role must come from a Teacher) against a skill store."""
 
@@ -57,46 +75,79 @@ class EpisodeRunner:
         if c.summarize not in ("verified", "correct", "never"):
             raise ConfigError(f"episode.summarize must be 'verified', 'correct' or 'never', "
                               f"not {c.summarize!r}")
-        suite = {} if c.suite == "bundled" else {"suite": c.suite, "level": None}
-        self.env = gym.make(c.env_id, backend=c.backend, size=c.size, max_turns=c.max_turns, reward=c.reward,
-                            eval_options=dict(c.eval_options), pool=self.pool,
-                            task_ids=c.task_ids, **suite)
+        self.env = self._make_env()
+        self._extra_envs: list = []  # more envs for the episodes of a batch (run_batch)
         self._gate = None
         self._retriever = None  # built once from the store; rebuilt after the gate wrote to it
 
-    def close(self) -> None:
-        self.env.close()
+    def _make_env(self):
+        c = self.config
+        suite = {} if c.suite == "bundled" else {"suite": c.suite, "level": None}
+        return gym.make(c.env_id, backend=c.backend, size=c.size, max_turns=c.max_turns, reward=c.reward,
+                        eval_options=dict(c.eval_options), pool=self.pool, task_ids=c.task_ids, **suite)
 
-    # the episode -------------------------------------------------------------------------------------------
+    def close(self) -> None:
+        for env in [self.env, *self._extra_envs]:
+            env.close()
+
+    # the episodes ------------------------------------------------------------------------------------------
 
     def run(self, task_id: str, teacher: Teacher | None = None) -> Trajectory:
+        return self.run_batch([task_id], teacher)[0]
+
+    def run_batch(self, task_ids: Sequence[str], teacher: Teacher | None = None) -> list[Trajectory]:
+        """One episode per id (repeat an id for a group), played in lockstep: each role's turn of every
+        episode still running is generated in one batched call, and their env steps are judged
+        concurrently (one env per episode, one shared pool)."""
         teacher = teacher or Teacher()
-        obs, info = self.env.reset(options={"task_id": task_id})
-        task = next(t for t in self.env.unwrapped.tasks if t.id == info["task_id"])  # any suite
+        rollouts = [self._reset(env, task_id) for env, task_id in zip(self._envs(len(task_ids)), task_ids)]
+        self._select_all(rollouts, teacher)
+        for r in rollouts:
+            r.traj.reused_admitted = [s.id for s in r.skills if s.id in self.admitted]
+        self._play_all(rollouts, teacher)
+        for r in rollouts:
+            self._summarize(r.task, r.traj, teacher)
+        return [r.traj for r in rollouts]
+
+    def _envs(self, n: int) -> list:
+        while len(self._extra_envs) + 1 < n:
+            self._extra_envs.append(self._make_env())
+        return [self.env, *self._extra_envs][:n]
+
+    def _reset(self, env, task_id: str) -> _Rollout:
+        obs, info = env.reset(options={"task_id": task_id})
+        task = next(t for t in env.unwrapped.tasks if t.id == info["task_id"])  # any suite
         traj = Trajectory(task_id=info["task_id"], category=task.category, backend=self.config.backend,
                           size=info["size"])
-        skills = self._select(task, traj, teacher)
-        traj.reused_admitted = [s.id for s in skills if s.id in self.admitted]
-        self._play(obs, skills, traj, teacher)
-        self._summarize(task, traj, teacher)
-        return traj
+        return _Rollout(env, obs, task, traj)
 
-    def _generate(self, role: str, messages, max_new_tokens: int):
-        if self.backbone is None:
+    def _turns(self, role: str, conversations: list, teacher_texts: list[str | None],
+               max_new_tokens: int) -> list[RoleTurn]:
+        """The role's turns for these conversations: teacher answers as given, the rest generated in one
+        batched call."""
+        asked = [i for i, text in enumerate(teacher_texts) if text is None]
+        if asked and self.backbone is None:
             raise KernelGymError(f"no backbone and no teacher answer for the {role} role")
         c = self.config
-        return self.backbone.generate(role, messages, max_new_tokens=max_new_tokens,
-                                      temperature=c.temperature, top_p=c.top_p)
+        generated = self.backbone.generate_batch(
+            role, [conversations[i] for i in asked], max_new_tokens=max_new_tokens, temperature=c.temperature,
+            top_p=c.top_p, batch_size=c.generation_batch) if asked else []
+        by_index = dict(zip(asked, generated, strict=True))
+        turns = []
+        for i, (messages, text) in enumerate(zip(conversations, teacher_texts, strict=True)):
+            if text is not None:
+                prompt = self.backbone.prompt_ids(messages) if self.backbone is not None else []
+                turns.append(RoleTurn(role, prompt, self._teacher_ids(text), text, teacher=True,
+                                      meta={"messages": messages}))
+                continue
+            out = by_index[i]
+            turns.append(RoleTurn(role, out.prompt_ids, out.completion_ids, out.text,
+                                  temperature=out.temperature, top_p=out.top_p,
+                                  meta={"messages": messages, "finish": out.finish_reason}))
+        return turns
 
     def _turn(self, role: str, messages, teacher_text: str | None, max_new_tokens: int) -> RoleTurn:
-        if teacher_text is not None:
-            prompt = self.backbone.prompt_ids(messages) if self.backbone is not None else []
-            completion = self._teacher_ids(teacher_text)
-            return RoleTurn(role, prompt, completion, teacher_text, teacher=True,
-                            meta={"messages": messages})
-        out = self._generate(role, messages, max_new_tokens)
-        return RoleTurn(role, out.prompt_ids, out.completion_ids, out.text, temperature=out.temperature,
-                        top_p=out.top_p, meta={"messages": messages, "finish": out.finish_reason})
+        return self._turns(role, [messages], [teacher_text], max_new_tokens)[0]
 
     def _teacher_ids(self, text: str) -> list[int]:
         if self.backbone is None:
@@ -106,65 +157,89 @@ class EpisodeRunner:
 
     # roles -------------------------------------------------------------------------------------------------
 
-    def _select(self, task, traj: Trajectory, teacher: Teacher) -> list:
+    def _select_all(self, rollouts: list[_Rollout], teacher: Teacher) -> None:
         c = self.config
         if not c.skills or self.store is None:
-            return []
+            return
         from kernelgym.skill_store import Retriever, query_for_task
 
         if self._retriever is None:
             self._retriever = Retriever.from_store(self.store)
-        hits = self._retriever.search(task, backend=c.backend, k=c.candidates)
-        traj.bm25_ids = [h.id for h in hits]
-        if not hits:
-            return []
-        chosen = [h.id for h in hits]
-        if c.rerank:
-            messages = roles.selection_messages(query_for_task(task).text(), hits)
-            target = None
-            if teacher.selection is not None:  # the teacher's ids among the candidates, else BM25's top
-                wanted = [i for i in teacher.selection if i in traj.bm25_ids] or chosen[: c.use_skills]
-                target = roles.selection_target(wanted)
-            turn = self._turn("selection", messages, target, c.selection_tokens)
-            named = roles.parse_selection(turn.text, traj.bm25_ids)
+        asking, messages, targets = [], [], []
+        for r in rollouts:
+            r.hits = self._retriever.search(r.task, backend=c.backend, k=c.candidates)
+            r.traj.bm25_ids = [h.id for h in r.hits]
+            if r.hits and c.rerank:
+                asking.append(r)
+                messages.append(roles.selection_messages(query_for_task(r.task).text(), r.hits))
+                targets.append(self._selection_target(teacher, r.traj.bm25_ids))
+        turns = self._turns("selection", messages, targets, c.selection_tokens) if asking else []
+        named_by_rollout = {}
+        for r, turn in zip(asking, turns, strict=True):
+            named = roles.parse_selection(turn.text, r.traj.bm25_ids)
             turn.meta["parsed"] = named
-            traj.turns.append(turn)
+            r.traj.turns.append(turn)
+            named_by_rollout[id(r)] = named
+        for r in rollouts:
+            if not r.hits:
+                continue
             # The model chooses: the ids it names; a reply naming none falls back to BM25's order.
-            chosen = named or chosen
-        by_id = {h.id: h.skill for h in hits}
-        picked = [by_id[i] for i in chosen[: c.use_skills]]
-        traj.selected_ids = [s.id for s in picked]
-        return picked
+            chosen = named_by_rollout.get(id(r)) or r.traj.bm25_ids
+            by_id = {h.id: h.skill for h in r.hits}
+            r.skills = [by_id[i] for i in chosen[: c.use_skills]]
+            r.traj.selected_ids = [s.id for s in r.skills]
 
-    def _play(self, obs: dict, skills: list, traj: Trajectory, teacher: Teacher) -> None:
+    def _select(self, task, traj: Trajectory, teacher: Teacher) -> list:
+        """The skills one episode's policy gets (retrieval, then the selection role)."""
+        rollout = _Rollout(None, {}, task, traj)
+        self._select_all([rollout], teacher)
+        return rollout.skills
+
+    def _selection_target(self, teacher: Teacher, bm25_ids: list[str]) -> str | None:
+        if teacher.selection is None:
+            return None
+        # The teacher's ids among the candidates, else BM25's top.
+        wanted = [i for i in teacher.selection if i in bm25_ids] or bm25_ids[: self.config.use_skills]
+        return roles.selection_target(wanted)
+
+    def _play_all(self, rollouts: list[_Rollout], teacher: Teacher) -> None:
         c = self.config
-        history: list[tuple[str, str]] = []
-        info: dict[str, Any] = {}
         replies = list(teacher.policy_replies) if teacher.policy_replies is not None else None
-        index = judged_turns = 0
-        while judged_turns < c.max_turns:  # the env gives back a turn it failed to judge (and cuts a run)
-            if replies is not None and index >= len(replies):
+        while True:
+            # The env gives back a turn it failed to judge (and cuts a run): count judged turns.
+            active = [r for r in rollouts if not r.done and r.judged_turns < c.max_turns
+                      and (replies is None or r.index < len(replies))]
+            if not active:
                 break
-            messages = roles.policy_messages(obs["prompt"], skills, history[-c.history:] if c.history else [])
-            turn = self._turn("policy", messages, replies[index] if replies is not None else None,
-                              c.policy_tokens)
-            obs, reward, terminated, truncated, info = self.env.step(turn.text)
-            index += 1
-            turn.meta["judged"] = info.get("judged", True) is not False
-            judged_turns += turn.meta["judged"]
-            turn.env_reward = float(reward)
-            turn.meta["verdict"] = info.get("verdict")
-            turn.meta["speedup"] = (info.get("result") or {}).get("timing", {}).get("speedup")
-            traj.turns.append(turn)
-            traj.verdicts.append(str(info.get("verdict")))
-            history.append((turn.text, obs["feedback"]))
-            if terminated or truncated:
-                break
-        best = info.get("best")
-        if best:
-            traj.best_source = best.get("source")
-            traj.best_speedup = float(best.get("speedup") or 0.0)
-            traj.best_verified_speedup = float(best.get("verified_speedup") or 0.0)
+            messages = [roles.policy_messages(r.obs["prompt"], r.skills,
+                                              r.history[-c.history:] if c.history else []) for r in active]
+            texts = [replies[r.index] if replies is not None else None for r in active]
+            turns = self._turns("policy", messages, texts, c.policy_tokens)
+            if len(active) == 1:
+                self._step(active[0], turns[0])
+            else:
+                with ThreadPoolExecutor(max_workers=len(active), thread_name_prefix="davinci-step") as ex:
+                    list(ex.map(self._step, active, turns))
+        for r in rollouts:
+            best = r.info.get("best")
+            if best:
+                r.traj.best_source = best.get("source")
+                r.traj.best_speedup = float(best.get("speedup") or 0.0)
+                r.traj.best_verified_speedup = float(best.get("verified_speedup") or 0.0)
+
+    def _step(self, r: _Rollout, turn: RoleTurn) -> None:
+        r.obs, reward, terminated, truncated, r.info = r.env.step(turn.text)
+        info = r.info
+        r.index += 1
+        turn.meta["judged"] = info.get("judged", True) is not False
+        r.judged_turns += turn.meta["judged"]
+        turn.env_reward = float(reward)
+        turn.meta["verdict"] = info.get("verdict")
+        turn.meta["speedup"] = (info.get("result") or {}).get("timing", {}).get("speedup")
+        r.traj.turns.append(turn)
+        r.traj.verdicts.append(str(info.get("verdict")))
+        r.history.append((turn.text, r.obs["feedback"]))
+        r.done = bool(terminated or truncated)
 
     def _verified(self, traj: Trajectory) -> bool:
         return traj.best_verified_speedup > self.config.gate_threshold

@@ -29,18 +29,25 @@ class DavinciPolicy(BasePolicy):
         self.calls: Counter[str] = Counter()  # replies per role
 
     def act(self, observation: dict[str, Any], info: dict[str, Any]) -> str:
-        selecting = info.get("role") == "skill_selection"
-        role = "selection" if selecting else "policy"
-        self.calls[role] += 1
-        messages = [{"role": "user", "content": observation["prompt"]}] if selecting else \
-            to_messages(observation, None)
-        limit = self.selection_tokens if selecting else self.max_new_tokens
-        out = self.backbone.generate(role, messages, temperature=self.temperature, top_p=self.top_p,
-                                     max_new_tokens=limit)
-        return out.text
+        return self.act_batch([observation], [info])[0]
 
     def act_batch(self, observations: Sequence[dict[str, Any]], infos: Sequence[dict[str, Any]]) -> list[str]:
-        return [self.act(o, i) for o, i in zip(observations, infos, strict=True)]
+        """Replies of one role are generated together (one batched generate call per role)."""
+        roles = ["selection" if i.get("role") == "skill_selection" else "policy" for i in infos]
+        replies: list[str] = [""] * len(roles)
+        for role in ("selection", "policy"):
+            rows = [k for k, r in enumerate(roles) if r == role]
+            if not rows:
+                continue
+            self.calls[role] += len(rows)
+            messages = [[{"role": "user", "content": observations[k]["prompt"]}] if role == "selection"
+                        else to_messages(observations[k], None) for k in rows]
+            limit = self.selection_tokens if role == "selection" else self.max_new_tokens
+            out = self.backbone.generate_batch(role, messages, temperature=self.temperature, top_p=self.top_p,
+                                               max_new_tokens=limit)
+            for k, generated in zip(rows, out, strict=True):
+                replies[k] = generated.text
+        return replies
 
     def close(self) -> None:
         self.backbone = None

@@ -142,7 +142,9 @@ def make_sampler(config: RLConfig, tasks, task_ids: list[str]):
 def play_step(config: RLConfig, runner, chosen: list[str], credit: rewards.SkillCredit, step: int):
     """One step's rollouts with the library frozen, then the gate, the credit of earlier skills and the
     rewards; returns (groups, the summary turns of earlier steps to train now)."""
-    groups = [[runner.run(task_id) for _ in range(config.group_size)] for task_id in chosen]
+    # Every rollout of the step in one batch: each turn of all of them is one batched generate call.
+    played = runner.run_batch([task_id for task_id in chosen for _ in range(config.group_size)])
+    groups = [played[i * config.group_size:(i + 1) * config.group_size] for i in range(len(chosen))]
     gated = runner.apply_gate()  # admissions take effect from the next step on
     now = rewards.assign(groups, config.rewards)
     credit.observe(groups)  # uses of skills admitted in earlier steps

@@ -233,6 +233,9 @@ class _ScriptedRunner:
             self.gated.append(traj)
         return traj
 
+    def run_batch(self, task_ids):
+        return [self.run(task_id) for task_id in task_ids]
+
     def apply_gate(self):
         done, self.gated = self.gated, []
         for traj in done:

@@ -1,0 +1,116 @@
+"""Batched generation of a step's rollouts: one generate call per role turn, the same greedy tokens as one
+row at a time, on a tiny random model (its weights scaled up so that greedy replies vary from row to row)."""
+
+from __future__ import annotations
+
+import pytest
+
+from kernelgym.agents.davinci.config import BackboneConfig, EpisodeConfig
+
+pytest.importorskip("transformers")
+
+RELU, SIGMOID = "L1/1_ReLU", "L1/8_Sigmoid"
+
+
+@pytest.fixture(scope="module")
+def backbone(tmp_path_factory):
+    import torch
+
+    from kernelgym.agents.davinci.backbone import Backbone
+    from kernelgym.agents.tiny import make_tiny_model
+
+    folder = make_tiny_model(tmp_path_factory.mktemp("tiny-batched"))
+    model = Backbone(BackboneConfig(model=str(folder), threads=1, max_prompt_tokens=1024))
+    torch.manual_seed(1)
+    with torch.no_grad():  # default init gives one repeated token; larger weights give varied replies
+        for p in model.model.parameters():
+            p.normal_(0.0, 0.3)
+    return model
+
+
+def _conversations():
+    return [[{"role": "user", "content": "relu " * n}] for n in (1, 7, 20, 3)]  # prompts of 4 lengths
+
+
+def test_batched_greedy_equals_one_row_at_a_time(backbone):
+    one = [backbone.generate("policy", c, max_new_tokens=24, temperature=0) for c in _conversations()]
+    batched = backbone.generate_batch("policy", _conversations(), max_new_tokens=24, temperature=0)
+    assert len({len(g.prompt_ids) for g in one}) == 4  # the rows really are padded
+    assert len({tuple(g.completion_ids) for g in one}) > 1  # and differ, so a mix-up would show
+    assert [g.completion_ids for g in batched] == [g.completion_ids for g in one]
+    assert [g.prompt_ids for g in batched] == [g.prompt_ids for g in one]
+    assert [g.text for g in batched] == [g.text for g in one]
+    in_pairs = backbone.generate_batch("policy", _conversations(), max_new_tokens=24, temperature=0,
+                                       batch_size=2)
+    assert [g.completion_ids for g in in_pairs] == [g.completion_ids for g in one]
+
+
+def test_the_comparison_sees_unmasked_padding(backbone):
+    """The control: the same left-padded rows with the padding *not* masked give other tokens, so the
+    equality above is evidence that the mask and positions are right."""
+    import torch
+
+    one = [backbone.generate("policy", c, max_new_tokens=24, temperature=0) for c in _conversations()]
+    pad = backbone.tokenizer.pad_token_id
+    width = max(len(g.prompt_ids) for g in one)
+    ids = torch.tensor([[pad] * (width - len(g.prompt_ids)) + g.prompt_ids for g in one])
+    with torch.no_grad():
+        out = backbone.model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=24,
+                                      do_sample=False, pad_token_id=pad)
+    rows = out[:, width:].tolist()
+    assert any(row[: len(g.completion_ids)] != g.completion_ids for row, g in zip(rows, one, strict=True))
+
+
+def test_sampled_rows_keep_their_own_tokens_and_settings(backbone):
+    out = backbone.generate_batch("policy", _conversations(), max_new_tokens=16, temperature=0.8, top_p=0.9)
+    assert all(g.temperature == 0.8 and g.top_p == 0.9 for g in out)
+    eos = backbone.tokenizer.eos_token_id
+    for g in out:  # each row ends at its own end token (kept) or at the limit; no padding trails it
+        assert (g.finish_reason == "stop") == (eos in g.completion_ids)
+        assert eos not in g.completion_ids[:-1] and len(g.completion_ids) <= 16
+
+
+class _Counting:
+    """The backbone, with each generate_batch call's role and row count recorded."""
+
+    def __init__(self, backbone):
+        self.inner, self.calls = backbone, []
+
+    def generate_batch(self, role, conversations, **kwargs):
+        self.calls.append((role, len(conversations)))
+        return self.inner.generate_batch(role, conversations, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+def _runner(backbone, store, pool, **kw):
+    from kernelgym.agents.davinci.episode import EpisodeRunner
+
+    config = EpisodeConfig(max_turns=2, policy_tokens=12, selection_tokens=8, temperature=0.0,
+                           eval_options={"timing_trials": 10, "profile": False}, **kw)
+    return EpisodeRunner(config, backbone, store, pool)
+
+
+@pytest.mark.slow
+def test_a_steps_episodes_share_each_generate_call_and_match_one_by_one(backbone, tmp_path, pool):
+    from kernelgym.skill_store import SkillStore
+
+    store = SkillStore(tmp_path / "skills.sqlite")
+    counting = _Counting(backbone)
+    runner = _runner(counting, store, pool)
+    try:
+        batch = runner.run_batch([RELU, RELU, SIGMOID])
+        batched_calls = list(counting.calls)
+        counting.calls.clear()
+        alone = [runner.run(t) for t in (RELU, RELU, SIGMOID)]
+    finally:
+        runner.close()
+        store.close()
+    # One selection call and one call per policy turn, each with every episode's row.
+    assert batched_calls == [("selection", 3), ("policy", 3), ("policy", 3)]
+    assert len(counting.calls) == 9  # one row per call, one at a time
+    for b, a in zip(batch, alone, strict=True):
+        assert b.task_id == a.task_id and b.verdicts == a.verdicts and len(b.verdicts) == 2
+        assert [t.completion_ids for t in b.turns] == [t.completion_ids for t in a.turns]
+        assert [t.role for t in b.turns] == ["selection", "policy", "policy"]
