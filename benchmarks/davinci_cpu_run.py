@@ -43,15 +43,21 @@ def evaluate(backbone, pool, tokens: int) -> dict:
 
     config = EpisodeConfig(max_turns=1, summarize="never", temperature=0.0, policy_tokens=tokens,
                            eval_options=JUDGE, task_ids=HELD_OUT, **SETTING)
+    t0 = time.monotonic()
     with SkillStore(Path(ARGS.out) / "eval-skills.sqlite") as store:
         runner = EpisodeRunner(config, backbone, store, pool)
-        t0 = time.monotonic()
         trajs = runner.run_batch(HELD_OUT)  # one batched generate call per turn
         runner.close()
     out = episode_metrics([trajs])
     out["verdicts"] = {t.task_id: t.verdicts for t in trajs}
     out["wall_s"] = round(time.monotonic() - t0, 1)
     return out
+
+
+def curriculum_ids(split: str) -> list[str]:
+    from kernelgym.tasks.curriculum import heldout_ids, train_ids
+
+    return train_ids() if split == "train" else heldout_ids()
 
 
 def main() -> None:
@@ -69,9 +75,9 @@ def main() -> None:
 
     out = Path(ARGS.out)
     out.mkdir(parents=True, exist_ok=True)
-    train = train_split(ARGS.backend)
+    train = train_split(ARGS.backend) if ARGS.suite == "bundled" else curriculum_ids("train")
     backbone_config = BackboneConfig(model=ARGS.model, max_prompt_tokens=2048, threads=ARGS.threads,
-                                     device=ARGS.device)
+                                     device=ARGS.device, lora=ARGS.lora, lora_rank=8)
     results: dict = {"train": train, "held_out": HELD_OUT, "args": vars(ARGS)}
 
     def save() -> None:  # after every phase, so that a run cut by a time limit keeps what it measured
@@ -107,7 +113,8 @@ def main() -> None:
                                             policy_tokens=ARGS.tokens, gate_runs=2,
                                             temperature=ARGS.temperature, **SETTING),
                       output_dir=str(out / "rl"), steps=ARGS.rl_steps, tasks_per_step=2,
-                      group_size=ARGS.group, lr=ARGS.rl_lr, save_every=ARGS.rl_steps)
+                      group_size=ARGS.group, lr=ARGS.rl_lr, save_every=ARGS.save_every or ARGS.rl_steps,
+                      task_sampling="success" if ARGS.suite == "curriculum" else "uniform")
         t0 = time.monotonic()
         rl_result = run_rl(rl, backbone=backbone, pool=pool)
         results["rl"] = {"steps": rl_result.steps_done, "skills_admitted": rl_result.admitted,
@@ -160,6 +167,15 @@ if __name__ == "__main__":
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--device", default="cpu", help="where the model runs: cpu or cuda")
     parser.add_argument("--backend", default="cpp", help="cpp (CPU judge) or triton (GPU judge, gpu size)")
+    parser.add_argument("--suite", default="bundled",
+                        help="bundled (level-1 tasks, 4 held out) or curriculum (its 46 train / 23 held-out "
+                             "split; RL samples tasks by success rate)")
+    parser.add_argument("--lora", action="store_true",
+                        help="rank-8 LoRA adapters per role (small checkpoints)")
+    parser.add_argument("--save-every", type=int, default=0, help="RL checkpoint interval (0: at the end)")
     ARGS = parser.parse_args()
     SETTING = {"backend": ARGS.backend, "size": "gpu" if ARGS.backend != "cpp" else "cpu"}
+    if ARGS.suite == "curriculum":
+        SETTING["suite"] = "curriculum"
+        HELD_OUT = curriculum_ids("heldout")
     main()
