@@ -318,7 +318,9 @@ class Backbone:
         meta: dict[str, Any] = {"lora": self.lora}
         if self.lora:
             for role in ROLES:
-                self.model.save_pretrained(folder / "adapters", selected_adapters=[role])
+                # No embedding-layer check: it looks the base up by name (a Hub call for "smollm2").
+                self.model.save_pretrained(folder / "adapters", selected_adapters=[role],
+                                           save_embedding_layers=False)
             meta["base"] = str(self.model.peft_config[ROLES[0]].base_model_name_or_path or "")
         else:
             self.model.save_pretrained(folder)
