@@ -39,8 +39,7 @@ from kernelgym.errors import KernelGymError
 
 # Bound before any candidate code runs, so a patched `time` cannot change what kernelgym measures.
 # CPU time, not wall time: on a loaded machine a preempted kernel must not look like someone else's work.
-_clock_ns = time.process_time_ns
-clock_ns = _clock_ns  # the clock of own-kernel time, for the extension wrappers
+clock_ns = time.process_time_ns  # the clock of own-kernel time (KernelStats, the extension wrappers)
 
 # Compilers run below normal priority: on a busy machine the evaluation being timed (its reference and
 # candidate processes, and the worker that drives them) gets the cores first, and builds take what is left.
@@ -248,12 +247,12 @@ class KernelStats:
     @contextlib.contextmanager
     def timed(self, name: str):
         self.depth += 1
-        start = _clock_ns()
+        start = clock_ns()
         try:
             yield
         finally:
             self.depth -= 1
-            self.record(name, _clock_ns() - start)
+            self.record(name, clock_ns() - start)
 
     def reset(self) -> None:
         self.calls = 0

@@ -156,40 +156,6 @@ def split(source: str, filename: str = "cuda.cu") -> Split:
     return Split(device_text, "\n".join(host) + "\n", kernels)
 
 
-def kernel_name(symbol: str) -> str:
-    """A kernel's name in a demangled symbol: `relu(float const*)` and `void relu<float>(...)` -> relu."""
-    before = _before_parameters(symbol)
-    while before.endswith(">"):
-        before = before[: _opening(before, len(before) - 1)].rstrip()
-    return before.split()[-1] if before.split() else ""
-
-
-def _before_parameters(symbol: str) -> str:
-    """A demangled function symbol up to its parameter list (a `(` outside template arguments)."""
-    depth = 0
-    for j, c in enumerate(symbol):
-        if c == "<":
-            depth += 1
-        elif c == ">":
-            depth -= 1
-        elif c == "(" and depth == 0:
-            return symbol[:j].strip()
-    return symbol.strip()
-
-
-def _opening(text: str, close_at: int) -> int:
-    """The index of the `<` that the `>` at `close_at` closes."""
-    depth = 0
-    for j in range(close_at, -1, -1):
-        if text[j] == ">":
-            depth += 1
-        elif text[j] == "<":
-            depth -= 1
-            if depth == 0:
-                return j
-    raise NotSplittable("unbalanced template brackets")
-
-
 def top_level_items(source: str) -> list[Item]:
     """The source's top-level items, in order. Raises NotSplittable for what this scanner does not follow."""
     return _Scanner(source).scan()

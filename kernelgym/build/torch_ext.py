@@ -168,7 +168,6 @@ class _CountingModule:
 
     def __init__(self, module, functions: Sequence[str]):
         self._module = module
-        self._wrapped: dict[str, object] = {}
 
     def __getattr__(self, name: str):
         value = getattr(self._module, name)
@@ -189,7 +188,6 @@ class _CountingModule:
 
         call.__name__ = call.__qualname__ = name
         call.__doc__ = getattr(value, "__doc__", None)
-        self._wrapped[name] = call
         self.__dict__[name] = call  # later lookups find it without __getattr__
         return call
 

@@ -109,7 +109,6 @@ class _Fallback(Exception):
 # Functions of the common types bound by the one prebuilt generic binder (KERNELGYM_GENERIC_BINDER=0: a
 # pybind11 binder per function type for all of them, as before).
 GENERIC_BINDER = os.environ.get("KERNELGYM_GENERIC_BINDER", "1") != "0"
-THUNKS = generic_binder.THUNK_TEMPLATE
 
 # The split CUDA build (KERNELGYM_SPLIT_CUDA=0: torch's own build for every CUDA source).
 SPLIT_CUDA = os.environ.get("KERNELGYM_SPLIT_CUDA", "1") != "0"
@@ -253,9 +252,7 @@ def _finish_cuda_units(request, work: Path, root, jobs, started: tuple[list[str]
     except _Fallback as why:
         times.notes.append(f"split CUDA unit: {why}; compiled whole")
         for key in ("device", "host"):
-            job = jobs.pop(key, None)
-            if job is not None:
-                job.kill()
+            jobs.pop(key).kill()
         objects = _start_whole_cuda_unit(request, work, root, jobs)
         _finish(jobs["cuda"], "cuda", times)
         return objects
@@ -268,7 +265,7 @@ def _check_kernel_symbols(work: Path, kernels_: list[str]) -> None:
     shared library links with symbols undefined, and the import would fail, so this is checked here; a local
     definition, as nvcc gives a template's stub, does not count)."""
     wanted = {m for m, d in _symbols(work, "host.o", "--undefined-only").items()
-              if cuda_split.kernel_name(d) in kernels_}
+              if d.split("(")[0] in kernels_}
     missing = wanted - set(_symbols(work, "device.o", "--defined-only", "--extern-only"))
     if missing:
         raise _Fallback(f"kernels the device unit does not define as the host unit names them: {missing}")
@@ -285,7 +282,8 @@ def _symbols(work: Path, obj: str, *flags: str) -> dict[str, str]:
 
 def _user_tail(name: str, functions) -> str:
     """Appended to the user unit: each function's type as a symbol, its address, the names, the entry."""
-    lines = ["", "// kernelgym: what the shared bindings unit needs from this solution", THUNKS]
+    lines = ["", "// kernelgym: what the shared bindings unit needs from this solution",
+             generic_binder.THUNK_TEMPLATE]
     for i, fn in enumerate(functions):
         lines += [
             generic_binder.thunk(i, fn),
