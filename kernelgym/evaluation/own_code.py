@@ -232,6 +232,19 @@ def _tail(k: int, n: int, p: float) -> float:
     return min(total, 1.0)
 
 
+def decides(evidence: OwnCodeEvidence, max_foreign_share: float) -> bool:
+    """Whether the samples can decide either way: MIN_SAMPLES of work, or fewer that already rule out an
+    allowed share. Fewer samples than that (a fast candidate, a short timing) decide nothing, and the
+    in-process profile decides instead, as on a host that refuses perf events: a passthrough whose few
+    samples happened to fall in glue must not pass for want of evidence."""
+    own, foreign = evidence.by_kind[OWN], evidence.by_kind[TORCH] + evidence.by_kind[OTHER]
+    work = own + foreign
+    if not evidence.available or not work:
+        return False
+    return work >= MIN_SAMPLES or (foreign / work > max_foreign_share
+                                   and _tail(foreign, work, max_foreign_share) < SIGNIFICANCE)
+
+
 def judge(evidence: OwnCodeEvidence, max_foreign_share: float) -> tuple[str, str] | None:
     """(which rule: "torch" or "other", message) when the samples show the work was not the solution's own,
     else None.

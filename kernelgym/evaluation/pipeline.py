@@ -319,9 +319,8 @@ class _Evaluation:
                 self.result.timing = TimingResult(False, reason=_no_timing_reason(self.mode, self.options))
             if self.watch.evidence.note:  # perf events refused: say so, and what decided instead
                 self.result.static.warnings.append(self.watch.evidence.note)
-            if self.watch.judges_own_code():
-                self.own_code()
-            elif self.options.profile and self.mode == "run":
+            decided = self.watch.judges_own_code() and self.own_code()
+            if not decided and self.options.profile and self.mode == "run":
                 self.profile()
         finally:
             for process in (self.candidate, self.reference):
@@ -873,19 +872,25 @@ class _Evaluation:
         return [pid for pid in self.candidate.tree() if pid not in self.candidate.helpers]
 
     # own code (CPU) -------------------------------------------------------------------------------------
-    def own_code(self) -> None:
+    def own_code(self) -> bool:
         """Whether the solution's own compiled code did the work, from the instruction pointers sampled in
-        every candidate batch by this process (nothing the candidate reports is used)."""
+        every candidate batch by this process (nothing the candidate reports is used). False when the
+        samples are too few to decide: they are kept in the result, and the in-process profile decides."""
         evidence = self.watch.evidence
         self.result.profile = ProfileResult(
             coverage=round(evidence.share(own_code.OWN), 4),
             own_kernel_calls=self.first_batch.own_kernel_calls,
             samples=evidence.total, sampled_shares=evidence.summary(), top_files=evidence.top_paths(),
             top_ops=evidence.top_torch_ms())
+        if not own_code.decides(evidence, self.options.max_torch_share):
+            self.result.static.warnings.append(f"own code: {evidence.total} samples, too few to decide; "
+                                               "the in-process profile decided")
+            return False
         found = own_code.judge(evidence, self.options.max_torch_share)
         if found is not None:
             rule, message = found
             raise _end(rules.TORCH_COMPUTE if rule == "torch" else rules.UNTRACKED_COMPUTE, message)
+        return True
 
     # profile ------------------------------------------------------------------------------------------------
     def profile(self) -> None:
@@ -900,6 +905,10 @@ class _Evaluation:
             top_ops=[(str(k), float(v)) for k, v in data.get("top_ops", [])],
             heavy_torch_ops=[str(k) for k in data.get("heavy_torch_ops", [])],
         )
+        sampled = self.result.profile  # samples too few to decide: still shown beside the profile's word
+        if sampled is not None:
+            profile.samples, profile.sampled_shares, profile.top_files = (
+                sampled.samples, sampled.sampled_shares, sampled.top_files)
         self.result.profile = profile
         self.result.stage_s["profile"] = round(time.monotonic() - started, 3)
         if profile.own_kernel_calls == 0:

@@ -18,6 +18,7 @@ from kernelgym.evaluation.own_code import (
     TORCH,
     Classifier,
     OwnCodeEvidence,
+    decides,
     is_housekeeping,
     judge,
     readable,
@@ -45,6 +46,16 @@ def test_a_tiny_task_is_judged_only_when_its_few_samples_rule_out_honesty():
     # a handful of samples that could be an honest solution's noise decide nothing
     assert judge(_evidence(own=3, torch=2, glue=20), 0.3) is None
     assert judge(_evidence(own=0, torch=2, glue=20), 0.3) is None
+
+
+def test_too_few_samples_hand_the_verdict_to_the_in_process_profile():
+    """A passthrough whose few samples fell in glue (seen once in CI: judged ok) is not passed for want of
+    evidence: the samples decide only with enough work, or when few already rule out honesty."""
+    assert not decides(_evidence(own=0, torch=2, glue=20), 0.3)
+    assert not decides(_evidence(own=0, torch=0, glue=20), 0.3)
+    assert not decides(_evidence(own=3, torch=2, glue=20), 0.3)
+    assert decides(_evidence(own=0, torch=14, glue=24), 0.3)
+    assert decides(_evidence(own=32, torch=2, glue=65), 0.3)
 
 
 def test_unavailable_sampling_decides_nothing():
