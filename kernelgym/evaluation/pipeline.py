@@ -63,6 +63,9 @@ def _end(rule: rules.Rule, message: str = "") -> _Outcome:
     return _Outcome(reason(rule, message))
 
 
+_BATCH_PARTS = ("inputs", "map", "run", "check")
+
+
 @dataclass
 class _Batch:
     """One batch as the trusted side saw it."""
@@ -301,6 +304,9 @@ class _Evaluation:
         self.ready: m.Ready | None = None
         self.readback = Readback() if self.device == "cpu" else None
         self.batches = 0
+        # Seconds of every batch's parts so far (inputs made, inputs mapped, both sides run, outputs checked):
+        # the timing stage reports its own share, which is what holds the GPU's slot.
+        self.batch_parts_s = dict.fromkeys(_BATCH_PARTS, 0.0)
         self.build_s, self.cached = 0.0, True
         self.stage = "load"  # the stage under way, named in timeouts and crashes
         self.cores = _cores(self.options.threads, pipeline.slot)  # the reference's and the candidate's
@@ -473,13 +479,23 @@ class _Evaluation:
         """One batch of fresh input sets through both sides, timed by this process, every output checked."""
         self.batches += 1
         record = _Batch(self.batches, len(seeds))
+        parts, last = self.batch_parts_s, time.monotonic()
+
+        def part(name: str) -> None:
+            nonlocal last
+            now = time.monotonic()
+            parts[name] += now - last
+            last = now
+
         self.to_reference(m.MakeInputs(record.number, seeds, perturbed))
         inputs, fd = self._reference_inputs(record.number)
+        part("inputs")
         try:
             if inputs.ipc:  # GPU: the candidate maps the reference's input sets before the clock starts
                 self.candidate.thaw()
                 self.to_candidate(m.RunBatch(record.number, ipc=inputs.ipc, map_only=True))
                 self.receive(m.BatchDone, self.stage, self.options.timeout_s)
+            part("map")
             order = ("candidate", "reference") if candidate_first else ("reference", "candidate")
             done = None
             for side in order:
@@ -489,7 +505,9 @@ class _Evaluation:
                 else:
                     self.candidate.thaw()
                     done = self._run_candidate(record, inputs, fd, profile)
+            part("run")
             self._check(record, done, fd, inputs.ipc)
+            part("check")
         finally:
             if fd is not None:
                 os.close(fd)
@@ -737,6 +755,7 @@ class _Evaluation:
         self.stage = "timing"
         started = time.monotonic()
         options = self.options
+        parts_before = dict(self.batch_parts_s)
         with _timing_slot(self.device, self.result.stage_s):  # one evaluation at a time measures
             self._hold_candidate()  # the round trip, taken off both sides' times, is measured undisturbed
             round_trip = self._round_trip_ms()
@@ -772,6 +791,8 @@ class _Evaluation:
             self._against_compile(timing)
         self.result.timing = timing
         self.result.stage_s["timing"] = round(time.monotonic() - started, 3)
+        for name in _BATCH_PARTS:
+            self.result.stage_s[f"timing_{name}"] = round(self.batch_parts_s[name] - parts_before[name], 3)
         if not reproduced:  # noise, not evidence: the speedup is simply not verified
             said = (f"an implausible speedup did not reproduce within {options.reproduce_tolerance:.0%}"
                     if repeat == "implausible" else

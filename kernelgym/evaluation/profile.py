@@ -179,13 +179,23 @@ def _is_glue(kernel: str) -> bool:
     return any(mark in name for mark in _GLUE_KERNEL_MARKS)
 
 
+def _is_device_event(event) -> bool:
+    device_type = getattr(event, "device_type", None)
+    return getattr(device_type, "name", str(device_type)) in ("CUDA", "PrivateUse1") and \
+        not event.key.startswith(("aten::", "cuda"))
+
+
 def _gpu_summary(events, own_calls: int, own: set[str]) -> dict:
     kernels_ms = []
     for e in events:
+        # Kernels only: a CPU-side range (an aten op, an autograd.Function's `_ReLU` or its `_ReLUBackward`
+        # node) also carries the device time of the kernels launched inside it, the solution's own included.
+        if not _is_device_event(e):
+            continue
         device_ms = getattr(e, "self_device_time_total", None)
         if device_ms is None:
             device_ms = getattr(e, "self_cuda_time_total", 0)
-        if device_ms and not e.key.startswith("aten::") and not e.key.startswith("cuda"):
+        if device_ms:
             kernels_ms.append((e.key, device_ms / 1e3))
     total = sum(ms for _, ms in kernels_ms) or 1e-9
     own_ms = sum(ms for k, ms in kernels_ms if _is_own(k, own))

@@ -125,8 +125,6 @@ WORKER_CRASH = _rule("worker_crash", INF, "a trusted worker that dies", "the poo
 WORKER_ERROR = _rule("worker_error", INF, "a worker that cannot start or run", "the pool")
 HOST_OOM = _rule("host_oom", INF, "the host out of memory during an evaluation", "/proc/vmstat oom_kill")
 DISK_FULL = _rule("disk_full", INF, "a full cache or work folder", "free space, read by the pool")
-NOT_SUPPORTED = _rule("not_supported_here", INF, "an option this device does not judge yet: not judged, "
-                      "never charged", "the job's options and the device, read by the pool")
 INFRASTRUCTURE = _rule("infrastructure_error", INF, "(after the retries) an evaluation the judge could not "
                        "complete: not judged, never charged", "the pool's retries")
 BASELINE_ONLY = _rule("baseline_only", Verdict.OK, "(informational) the reference was timed alone", "")

@@ -233,18 +233,6 @@ def _static_verdict(job: EvalJob) -> EvalResult | None:
     return result
 
 
-def _not_supported_here(job: EvalJob, gpu: bool) -> EvalResult | None:
-    """Options this device does not judge yet, answered as not judged rather than with a false verdict."""
-    if job.backward and gpu and backends.get(job.backend).device == "cuda":
-        # On the H200 the GPU profiler counted an honest Triton backward's autograd.Function as PyTorch's
-        # compute (a false `hack`), and its timing held the slot for 52 s: backward tasks are judged on the
-        # CPU path (cpp, or Triton in the interpreter) until that is fixed and measured.
-        return _failed(job, Verdict.INFRASTRUCTURE_ERROR,
-                       "not_supported_here: backward tasks are judged on the CPU only for now (on a GPU the "
-                       "profiler does not yet tell an autograd.Function's own kernels from PyTorch's)")
-    return None
-
-
 def _failed(job: EvalJob, verdict: Verdict, reason: str) -> EvalResult:
     """`reason` is "rule: message" with a rule of the catalogue (kernelgym.evaluation.rules)."""
     return EvalResult(job.task_id, job.backend, job.size, verdict, [Reason.parse(reason)])
@@ -367,7 +355,7 @@ class EvalPool:
         mismatch = wrong_backend(job.solution_source, job.backend)
         if mismatch:  # a contract error that names both backends, before any worker is involved
             return _failed(job, Verdict.COMPILE_ERROR, reason(rules.WRONG_BACKEND, mismatch))
-        rejected = _static_verdict(job) or _not_supported_here(job, self.gpu)
+        rejected = _static_verdict(job)
         if rejected is not None:  # the static stage needs no process: answered here, at once
             return rejected
         worker = self._idle.get()

@@ -56,3 +56,33 @@ def test_a_run_disturbed_once_is_not_counted_as_untracked_compute():
 
     _, data = _cpu_profile(always_elsewhere, types.SimpleNamespace(count=0))
     assert data["untracked_ms"] >= 15, data
+
+
+def _event(key: str, device: str, self_device_us: float) -> types.SimpleNamespace:
+    from torch.autograd import DeviceType
+
+    return types.SimpleNamespace(key=key, device_type=getattr(DeviceType, device),
+                                 self_device_time_total=self_device_us)
+
+
+def test_an_autograd_function_range_is_not_counted_as_pytorch_compute():
+    """An autograd.Function shows in the GPU profile as CPU ranges (`_ReLU`, `_ReLUBackward`) that carry the
+    device time of the kernels launched inside them: the solution's own Triton kernels. On the H200 they were
+    counted as PyTorch's compute and an honest backward was judged `hack`. Only device events are kernels."""
+    from kernelgym.evaluation.profile import _gpu_summary
+
+    events = [_event("_ReLU", "CPU", 100.0), _event("_ReLUBackward", "CPU", 120.0),
+              _event("aten::empty", "CPU", 0.0), _event("relu_fwd_kernel", "CUDA", 100.0),
+              _event("relu_bwd_kernel", "CUDA", 120.0), _event("Memcpy HtoD (Pageable -> Device)", "CUDA", 5)]
+    summary = _gpu_summary(events, own_calls=2, own={"relu_fwd_kernel", "relu_bwd_kernel"})
+    assert summary["torch_compute_ms"] == 0.0 and summary["heavy_torch_ops"] == []
+    assert summary["coverage"] > 0.95
+
+
+def test_pytorch_kernels_launched_from_an_autograd_function_are_still_pytorch_compute():
+    from kernelgym.evaluation.profile import _gpu_summary
+
+    events = [_event("_ReLUBackward", "CPU", 120.0), _event("relu_fwd_kernel", "CUDA", 100.0),
+              _event("void at::native::elementwise_kernel<4, threshold_backward>(int)", "CUDA", 120.0)]
+    summary = _gpu_summary(events, own_calls=1, own={"relu_fwd_kernel"})
+    assert summary["torch_compute_ms"] == 0.12 and summary["heavy_torch_ops"]

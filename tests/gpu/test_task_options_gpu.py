@@ -1,6 +1,6 @@
 """On a real GPU: the task options of issue 30. bf16 runs of five L1 tasks with their honest Triton solutions
-are ok; held-out shapes pass for an honest solution; backward tasks are answered as not judged (their GPU
-evidence is not right yet, see below).
+are ok; held-out shapes pass for an honest solution; the backward suite's Triton solutions are ok and its
+labelled cheats (backward left to PyTorch) are caught.
 
 Run on the H200 host: python -m pytest -m gpu -q -s tests/gpu/test_task_options_gpu.py
 """
@@ -34,20 +34,6 @@ def _show(label: str, result) -> None:
           result.wall_s, result.stage_s, result.reasons[:1])
 
 
-# Measured on the H200 (2026-12-04): the backward suite's Triton ReLU was judged `hack` (the profiler counted
-# its autograd.Function, _ReLU/_ReLUBackward, as PyTorch's compute) after a 52 s timing. A GPU pool now
-# answers backward tasks `not_supported_here` (not judged, never charged); these expect the fix.
-NOT_YET = pytest.mark.xfail(reason="backward tasks are not judged on a GPU yet (not_supported_here)")
-
-
-def test_a_gpu_pool_answers_backward_tasks_as_not_judged(gpu_pool):
-    example = examples("triton", "backward")[0]
-    result = gpu_pool.evaluate(bundled_backward().get(example.task_id), example.source, backend="triton",
-                               size="gpu")
-    assert result.verdict is Verdict.INFRASTRUCTURE_ERROR and result.reasons[0].rule == "not_supported_here"
-
-
-@NOT_YET
 @pytest.mark.parametrize("example", examples("triton", "backward"), ids=lambda e: e.task_id)
 def test_backward_suite_triton_solutions_are_ok(gpu_pool, example):
     result = gpu_pool.evaluate(bundled_backward().get(example.task_id), example.source, backend="triton",
@@ -57,7 +43,6 @@ def test_backward_suite_triton_solutions_are_ok(gpu_pool, example):
     assert result.timing is not None and result.timing.available and result.speedup > 0
 
 
-@NOT_YET
 @pytest.mark.parametrize("example", cheats("triton", "backward"), ids=lambda e: f"{e.task_id}:{e.cheat}")
 def test_backward_left_to_pytorch_is_caught_on_gpu(gpu_pool, example):
     result = gpu_pool.evaluate(bundled_backward().get(example.task_id), example.source, backend="triton",

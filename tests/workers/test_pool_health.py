@@ -73,15 +73,3 @@ def test_a_prestarted_pool_starts_every_worker_before_any_evaluation():
         assert all(w.process is not None and w.process.poll() is None for w in started)
         for worker in started:
             pool._idle.put(worker)
-
-
-def test_a_backward_task_on_the_gpu_is_not_judged_rather_than_misjudged():
-    """On the H200 the GPU profiler took an honest Triton backward for PyTorch's compute: until that is fixed,
-    a GPU pool answers such a job as not judged (never charged), at once, and the CPU path judges it."""
-    from kernelgym.tasks import loaders
-
-    task = next(t for t in loaders.load_suite("backward") if t.backward)
-    job = pool_mod.make_job(task, "class ModelNew: pass\n", "triton", "cpu", pool_mod.EvalOptions(), gpu=True)
-    answer = pool_mod._not_supported_here(job, gpu=True)
-    assert answer.verdict is Verdict.INFRASTRUCTURE_ERROR and answer.reasons[0].rule == "not_supported_here"
-    assert pool_mod._not_supported_here(job, gpu=False) is None  # the CPU path (the interpreter) judges it
