@@ -70,6 +70,19 @@ def compare_trial(
     return TrialResult(index, perturbed, True)
 
 
+def close_flag(want: torch.Tensor, got, atol: float, rtol: float) -> torch.Tensor | None:
+    """`_close_everywhere` as a flag left on the device (no wait for it), for many outputs read back at once;
+    None where this output needs the full comparison (not a tensor, another shape or dtype)."""
+    if not isinstance(got, torch.Tensor) or tuple(got.shape) != tuple(want.shape) or got.dtype != want.dtype:
+        return None
+    if not want.is_floating_point():
+        return torch.eq(want, got).all()
+    if want.element_size() < 4:
+        want, got = want.float(), got.float()
+    bound = torch.nan_to_num_(want.abs().mul_(rtol).add_(atol), nan=0.0, posinf=0.0)
+    return torch.le(torch.sub(got, want).abs_(), bound).all()
+
+
 # elements compared at a time: a shipped-size output (GBs) never needs a float64 copy of itself
 def _close_everywhere(want: torch.Tensor, got: torch.Tensor, atol: float, rtol: float) -> bool:
     """The same rule as below (|got - want| <= atol + rtol * |want|, equal non-finite values agree), computed

@@ -407,14 +407,49 @@ class _ReferenceSide:
         # a candidate can leave running after 'done' is bounded by this lag, not by the comparisons' length.
         snapshot = self._snapshot(msg.outputs[last]) if last >= 0 and "cuda" in self.job.device else None
         checked_ns = time.perf_counter_ns() if snapshot is not None else 0
-        for call in reversed(range(last + 1)):
+        passed = {"index": -1, "perturbed": False, "passed": True}
+        if self._all_calls_pass(msg, readback, snapshot):
+            m.send(self.sock, m.Compared(passed, False, -1, checked_ns))
+            return
+        for call in reversed(range(last + 1)):  # one call at a time: which failed, and why
             trial, modified = self._compare_call(msg, call, readback, snapshot if call == last else None)
             checked_ns = checked_ns or time.perf_counter_ns()
             if modified or not trial.passed:
                 m.send(self.sock, m.Compared(asdict(trial), modified, call, checked_ns))
                 return
-        passed = {"index": -1, "perturbed": False, "passed": True}
         m.send(self.sock, m.Compared(passed, False, -1, checked_ns))
+
+    def _all_calls_pass(self, msg: m.Compare, readback, snapshot: list | None) -> bool:
+        """The common case, every call within tolerance and every input unwritten, decided by one readback of
+        flags computed on the device (a wait per output and per input held the GPU's timing slot for most of
+        its time). False sends the batch through the call-by-call comparison, which decides and names."""
+        from kernelgym.evaluation.compare import close_flag
+
+        entry = self.batches.get(msg.batch) or {}
+        outputs, sets = entry.get("outputs") or [], entry.get("sets") or []
+        if len(outputs) != len(msg.outputs) or (
+                self.precision_checks > 0 and self.dtype in (torch.float16, torch.bfloat16)):
+            return False  # half dtypes: the first calls are also checked against a float32 run, one by one
+        last, flags, held = len(msg.outputs) - 1, [], []  # held: mapped outputs stay mapped until read
+        try:
+            for call in range(last + 1):
+                actual = snapshot if call == last and snapshot is not None else \
+                    [self._actual(meta, readback) for meta in msg.outputs[call]]
+                held.append(actual)
+                if len(actual) != len(outputs[call]):
+                    return False
+                for want, got in zip(outputs[call], actual):
+                    flag = close_flag(want, got, msg.atol, msg.rtol)
+                    if flag is None:
+                        return False
+                    flags.append(flag)
+                if "pristine" in entry:
+                    flags += [torch.eq(a, b).all() for a, b in zip(sets[call], entry["pristine"][call])
+                              if isinstance(a, torch.Tensor) and a.numel()]
+            return not flags or bool(torch.stack(flags).all())
+        except (protocol.ProtocolError, KeyError, TypeError, ValueError, IndexError, RuntimeError,
+                MemoryError):
+            return False
 
     def _snapshot(self, metas: list[dict]) -> list | None:
         try:

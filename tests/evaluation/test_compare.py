@@ -54,3 +54,28 @@ def test_a_mismatch_names_where_and_how_far():
     got = torch.tensor([[0.0, 0, 0], [0, 5.0, 0]])
     trial = compare_trial(0, False, [torch.zeros(2, 3)], [got], 1e-4, 1e-4)
     assert not trial.passed and trial.first_mismatch == [1, 1] and trial.max_abs_diff == 5.0
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(finite_or_not, st.floats(-1e-3, 1e-3), st.booleans()), min_size=1, max_size=8),
+       st.sampled_from(DTYPES))
+def test_the_batched_flag_never_passes_what_the_full_comparison_fails(pairs, dtype):
+    """The reference checks a whole batch by device flags read back at once, and sends it through the full
+    comparison when any flag is down: a flag that is up must mean the full comparison passes."""
+    from kernelgym.evaluation.compare import close_flag
+
+    want = torch.tensor([w for w, _, _ in pairs], dtype=dtype)
+    got = torch.tensor([w + delta if moved else w for w, delta, moved in pairs], dtype=dtype)
+    if bool(close_flag(want, got, 1e-4, 1e-4)):
+        assert compare_trial(0, False, [want], [got], 1e-4, 1e-4).passed
+
+
+def test_the_batched_flag_sends_other_shapes_dtypes_and_errors_to_the_full_comparison():
+    from kernelgym.evaluation.compare import close_flag
+
+    want = torch.zeros(4)
+    assert close_flag(want, torch.zeros(2, 2), 1e-4, 1e-4) is None
+    assert close_flag(want, torch.zeros(4, dtype=torch.float64), 1e-4, 1e-4) is None
+    assert close_flag(want, "the output is not readable", 1e-4, 1e-4) is None
+    assert not bool(close_flag(want, torch.tensor([0.0, 0.0, 0.0, 1.0]), 1e-4, 1e-4))
+    assert bool(close_flag(torch.arange(3), torch.arange(3), 0.0, 0.0))

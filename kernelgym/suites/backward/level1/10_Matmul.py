@@ -27,7 +27,11 @@ def get_init_inputs():
 
 # kernelgym metadata (read without running the file): the cpu size replaces the constants above; held-out
 # shapes are drawn within the limits of "shapes".
+# Gradients are sums over a whole dimension of perturbed (rescaled and shifted) inputs: values of a hundred or
+# more, and those that cancel to near zero carry fp32 rounding of about 1e-4 in any summation order (an honest
+# IEEE-fp32 Triton kernel on the H200 missed 1e-4 on 2-6 of a million). rtol stays 1e-4, which a TF32 product fails.
 KERNELGYM = {
+    "atol": 1e-3,
     "category": "gemm",
     "backward": True,
     "sizes": {"cpu": {"M": 128, "K": 128, "N": 128}},
