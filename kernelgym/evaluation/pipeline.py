@@ -364,6 +364,7 @@ class _Evaluation:
         deadline = time.monotonic() + self.options.timeout_s + 60
         try:
             self.reference.hello(deadline)
+            self.result.stage_s["reference_hello"] = round(time.monotonic() - started, 3)
             msg, _, _ = self.reference.receive(deadline)
         except TimeoutError:
             raise _end(rules.TIMEOUT, "the task's reference ran past its limit") from None
@@ -374,6 +375,9 @@ class _Evaluation:
         if not isinstance(msg, m.Ready):
             raise _end(rules.JUDGE_FAILED, f"the reference process said {msg.kind!r}")
         self.ready = msg
+        for part, seconds in (msg.startup_s or {}).items():
+            if isinstance(seconds, int | float):
+                self.result.stage_s[f"reference_{part}"] = round(float(seconds), 3)
         if msg.peaks and not self.child_job.cached_peaks:
             from kernelgym.evaluation.roofline import Peaks
 

@@ -316,11 +316,21 @@ class _ReferenceSide:
         job = self.job
         torch.set_num_threads(job.threads)
         strict_fp32()
+        startup_s, last = {}, time.monotonic()
+
+        def part(name: str) -> None:
+            nonlocal last
+            now = time.monotonic()
+            startup_s[name] = round(now - last, 4)
+            last = now
+
         try:
             self.task = load_module(job.task_source, "kernelgym_task")
             torch.manual_seed(job.init_seed)
             self.init_args = list(self.task.get_init_inputs())
+            part("task")
             self.model = build_model(self.task.Model, self.init_args, job.init_seed, self.dtype, job.device)
+            part("model")  # on a GPU, the CUDA context's creation is in here
             probe = make_inputs(self.task, job.init_seed, False, job.perturb, self.dtype, job.device)
             with torch.no_grad():
                 out = as_list(self.model(*probe))
@@ -332,12 +342,15 @@ class _ReferenceSide:
                 self.labels = gradient_labels(self.model, probe, len(out))
                 probe = self.input_set(job.init_seed, False)
                 out = run_batch(self.model, [probe], job.device, self.backward)[0]
+            part("probe")
+            facts = _roofline_facts(job, self.model, probe, out)
+            part("roofline")
             ready = m.Ready(init_args=[value_to_wire(v) for v in self.init_args], outputs_per_call=len(out),
                             input_bytes=sum(x.numel() * x.element_size() for x in probe
                                             if isinstance(x, torch.Tensor)),
                             output_bytes=sum(o.numel() * o.element_size() for o in out),
-                            device_memory_bytes=_free_device_memory(job.device),
-                            **_roofline_facts(job, self.model, probe, out))
+                            device_memory_bytes=_free_device_memory(job.device), startup_s=startup_s,
+                            **facts)
             del probe, out
         except BaseException as exc:  # noqa: BLE001 - the task itself is broken: the trusted side decides
             m.send(self.sock, error_meta("reference", exc))

@@ -135,6 +135,7 @@ class Ready(Message):
     flops: float | None = None
     min_bytes: float | None = None
     peaks: dict | None = None
+    startup_s: dict = field(default_factory=dict)  # seconds of the reference's start, part by part
 
 
 @dataclass
