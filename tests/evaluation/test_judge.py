@@ -158,6 +158,17 @@ def test_hidden_seeds_differ_between_evaluations(pool, relu):
         second.first_mismatch, second.expected_value, second.mismatch_fraction)
 
 
+def test_the_timing_stage_says_where_its_time_went(pool, relu):
+    """Benchmarks read what holds the GPU's timing slot from these parts (inputs made, mapped, both sides
+    run, outputs checked); together they are within the stage's own seconds."""
+    result = pool.evaluate(relu, examples("cpp")[0].source, backend="cpp")
+    stage = result.stage_s
+    parts = [stage[f"timing_{name}"] for name in ("inputs", "map", "run", "check")]
+    assert all(p >= 0 for p in parts) and stage["timing_run"] > 0
+    assert sum(parts) <= stage["timing"] + 0.01
+    assert stage["reference_hello"] <= stage["reference"] and stage["reference_task"] >= 0
+
+
 def test_result_round_trips_through_a_dict(pool, relu):
     from kernelgym.evaluation.result import EvalResult
 
