@@ -62,7 +62,7 @@ def compare_trial(
                                f"{label}: shape {tuple(got.shape)}, expected {tuple(want.shape)}")
         if got.dtype != want.dtype:
             return TrialResult(index, perturbed, False, f"{label}: dtype {got.dtype}, expected {want.dtype}")
-        if _close_everywhere(want, got, atol, rtol):  # the common case, in one pass: no float64 copies
+        if bool(_within(want, got, atol, rtol)):  # the common case, in one pass: no float64 copies
             continue
         result = _compare_values(index, perturbed, label, want, got, atol, rtol)
         if not result.passed:
@@ -71,33 +71,29 @@ def compare_trial(
 
 
 def close_flag(want: torch.Tensor, got, atol: float, rtol: float) -> torch.Tensor | None:
-    """`_close_everywhere` as a flag left on the device (no wait for it), for many outputs read back at once;
-    None where this output needs the full comparison (not a tensor, another shape or dtype)."""
+    """`_within` for an output as it arrived, for many outputs read back at once; None where the output needs
+    the full comparison (not a tensor, another shape or dtype)."""
     if not isinstance(got, torch.Tensor) or tuple(got.shape) != tuple(want.shape) or got.dtype != want.dtype:
         return None
+    return _within(want, got, atol, rtol)
+
+
+def _within(want: torch.Tensor, got: torch.Tensor, atol: float, rtol: float) -> torch.Tensor:
+    """Whether every element is within tolerance, as a flag left on the device (no wait for it): the same rule
+    as below (|got - want| <= atol + rtol * |want|, equal non-finite values agree), computed in the outputs'
+    own dtype; where it is down, the exact float64 path decides and reports."""
     if not want.is_floating_point():
         return torch.eq(want, got).all()
-    if want.element_size() < 4:
+    if want.element_size() < 4:  # half types: the bound in float32, so rounding cannot pass a miss
         want, got = want.float(), got.float()
+    # A non-finite expected value gets no tolerance (an infinite one would accept anything), so NaN or an
+    # infinity anywhere lowers the flag and sends the output to the exact path, which decides them.
+    # (A third of torch.isclose's time here: it builds several full-size temporaries.)
     bound = torch.nan_to_num_(want.abs().mul_(rtol).add_(atol), nan=0.0, posinf=0.0)
     return torch.le(torch.sub(got, want).abs_(), bound).all()
 
 
 # elements compared at a time: a shipped-size output (GBs) never needs a float64 copy of itself
-def _close_everywhere(want: torch.Tensor, got: torch.Tensor, atol: float, rtol: float) -> bool:
-    """The same rule as below (|got - want| <= atol + rtol * |want|, equal non-finite values agree), computed
-    in the outputs' own dtype; anything else goes to the exact float64 path for the report."""
-    if not want.is_floating_point():
-        return bool(torch.equal(want, got))
-    if want.element_size() < 4:  # half types: the bound in float32, so rounding cannot pass a miss
-        want, got = want.float(), got.float()
-    # A non-finite expected value gets no tolerance (an infinite one would accept anything), so NaN or an
-    # infinity anywhere makes this False and sends the output to the exact path, which decides them.
-    # (A third of torch.isclose's time here: it builds several full-size temporaries.)
-    bound = torch.nan_to_num_(want.abs().mul_(rtol).add_(atol), nan=0.0, posinf=0.0)
-    return bool(torch.le(torch.sub(got, want).abs_(), bound).all())
-
-
 CHUNK = 1 << 24
 
 
