@@ -38,7 +38,7 @@ from kernelgym.evaluation.result import (
 )
 from kernelgym.evaluation.rules import Reason, reason
 from kernelgym.evaluation.static import static_check
-from kernelgym.evaluation.timing import TimingConfig, speedup_interval, stats
+from kernelgym.evaluation.timing import Laps, TimingConfig, speedup_interval, stats
 from kernelgym.stats import median
 from kernelgym.workers import locks
 from kernelgym.workers import messages as m
@@ -483,14 +483,7 @@ class _Evaluation:
         """One batch of fresh input sets through both sides, timed by this process, every output checked."""
         self.batches += 1
         record = _Batch(self.batches, len(seeds))
-        parts, last = self.batch_parts_s, time.monotonic()
-
-        def part(name: str) -> None:
-            nonlocal last
-            now = time.monotonic()
-            parts[name] += now - last
-            last = now
-
+        part = Laps(self.batch_parts_s).lap
         self.to_reference(m.MakeInputs(record.number, seeds, perturbed))
         inputs, fd = self._reference_inputs(record.number)
         part("inputs")

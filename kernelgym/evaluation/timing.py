@@ -22,6 +22,20 @@ _clock_ns = time.perf_counter_ns
 L2_FLUSH_BYTES = 256 << 20  # several times the largest L2 (60 MB on an H200)
 
 
+class Laps:
+    """A stopwatch over consecutive parts of some work: each `lap(name)` adds the seconds since the last one
+    to `seconds[name]` (the judge's own bookkeeping for stage_s; never a candidate's measurement)."""
+
+    def __init__(self, seconds: dict[str, float] | None = None):
+        self.seconds = {} if seconds is None else seconds
+        self._last = time.monotonic()
+
+    def lap(self, name: str) -> None:
+        now = time.monotonic()
+        self.seconds[name] = self.seconds.get(name, 0.0) + now - self._last
+        self._last = now
+
+
 @dataclass
 class TimingConfig:
     trials: int = 100

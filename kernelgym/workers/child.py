@@ -316,14 +316,8 @@ class _ReferenceSide:
         job = self.job
         torch.set_num_threads(job.threads)
         strict_fp32()
-        startup_s, last = {}, time.monotonic()
-
-        def part(name: str) -> None:
-            nonlocal last
-            now = time.monotonic()
-            startup_s[name] = round(now - last, 4)
-            last = now
-
+        startup = timing_mod.Laps()
+        part = startup.lap
         try:
             self.task = load_module(job.task_source, "kernelgym_task")
             torch.manual_seed(job.init_seed)
@@ -349,7 +343,7 @@ class _ReferenceSide:
                             input_bytes=sum(x.numel() * x.element_size() for x in probe
                                             if isinstance(x, torch.Tensor)),
                             output_bytes=sum(o.numel() * o.element_size() for o in out),
-                            device_memory_bytes=_free_device_memory(job.device), startup_s=startup_s,
+                            device_memory_bytes=_free_device_memory(job.device), startup_s=startup.seconds,
                             **facts)
             del probe, out
         except BaseException as exc:  # noqa: BLE001 - the task itself is broken: the trusted side decides
