@@ -180,9 +180,10 @@ def _is_glue(kernel: str) -> bool:
 
 
 def _is_device_event(event) -> bool:
+    """Work that ran on the device. The device type alone decides: the runtime's calls (cudaLaunchKernel)
+    and aten ops are host events, and a name filter would drop a solution's own kernel named `cuda_*`."""
     device_type = getattr(event, "device_type", None)
-    return getattr(device_type, "name", str(device_type)) in ("CUDA", "PrivateUse1") and \
-        not event.key.startswith(("aten::", "cuda"))
+    return getattr(device_type, "name", str(device_type)) in ("CUDA", "PrivateUse1")
 
 
 def _gpu_summary(events, own_calls: int, own: set[str]) -> dict:

@@ -86,3 +86,15 @@ def test_pytorch_kernels_launched_from_an_autograd_function_are_still_pytorch_co
               _event("void at::native::elementwise_kernel<4, threshold_backward>(int)", "CUDA", 120.0)]
     summary = _gpu_summary(events, own_calls=1, own={"relu_fwd_kernel"})
     assert summary["torch_compute_ms"] == 0.12 and summary["heavy_torch_ops"]
+
+
+def test_an_own_kernel_named_like_the_cuda_runtime_is_still_the_solutions_work():
+    """Kernels are told from host events by the device type, not by name: a solution's kernel `cuda_relu`
+    counts as its own, and the runtime's `cudaLaunchKernel` (a host event) counts as nothing."""
+    from kernelgym.evaluation.profile import _gpu_summary
+
+    events = [_event("cudaLaunchKernel", "CPU", 0.0), _event("cuda_relu", "CUDA", 100.0),
+              _event("void at::native::vectorized_elementwise_kernel<4, add>(int)", "CUDA", 10.0)]
+    summary = _gpu_summary(events, own_calls=1, own={"cuda_relu"})
+    assert summary["own_kernel_ms"] == 0.1
+    assert summary["coverage"] > 0.9 and summary["torch_compute_ms"] == 0.01
