@@ -42,9 +42,11 @@ from kernelgym.evaluation.timing import Laps, TimingConfig, speedup_interval, st
 from kernelgym.stats import median
 from kernelgym.workers import locks
 from kernelgym.workers import messages as m
-from kernelgym.workers.child import ChildJob, run_candidate, run_reference
+from kernelgym.workers.candidate_side import run_candidate
+from kernelgym.workers.child import ChildJob
 from kernelgym.workers.process import Died, EvalProcess
 from kernelgym.workers.readback import Readback, slot_size
+from kernelgym.workers.reference_side import run_reference
 from kernelgym.workers.sandbox import SandboxConfig
 
 ARENA_MARK = "kernelgym-inputs"
@@ -249,7 +251,7 @@ class Pipeline:
 
     def _time_reference_alone(self, child_job: ChildJob, eval_dir: str, device: str, limit_s: float):
         from kernelgym.workers import protocol
-        from kernelgym.workers.child import run_baseline
+        from kernelgym.workers.reference_side import run_baseline
 
         with _timing_slot(device):
             child = EvalProcess(run_baseline, child_job, eval_dir, self.sandbox, device == "cuda")

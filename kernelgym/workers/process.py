@@ -16,7 +16,8 @@ import warnings
 
 from kernelgym.workers import messages as m
 from kernelgym.workers import protocol
-from kernelgym.workers.child import ChildJob, run_candidate
+from kernelgym.workers.candidate_side import run_candidate
+from kernelgym.workers.child import ChildJob
 from kernelgym.workers.sandbox import SandboxConfig, enter, enter_namespaces, no_inspection
 
 OUTPUT_TAIL_BYTES = 4000
