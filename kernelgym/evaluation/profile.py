@@ -13,6 +13,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from kernelgym import kernels
+from kernelgym.evaluation import rules
 
 _clock_ns = time.process_time_ns  # CPU time: preemption on a loaded machine is nobody's compute
 
@@ -218,3 +219,23 @@ def _gpu_summary(events, own_calls: int, own: set[str]) -> dict:
                                     if any(m in k.lower() for m in _HEAVY_KERNEL_MARKS)}),
         "total_ms": total,
     }
+
+
+def judge_profile(data: dict, calls: int, backend: str, options) -> tuple[rules.Rule, str] | None:
+    """(rule, message) when the profiled batch shows the work was not the solution's own, else None."""
+    if int(data.get("own_kernel_calls", 0)) == 0:
+        return rules.KERNEL_NOT_CALLED, f"the profiled calls ran none of the solution's {backend} kernels"
+    heavy = [str(op) for op in data.get("heavy_ops_called", [])]
+    if heavy:
+        return rules.TORCH_COMPUTE, f"forward left the heavy work to PyTorch ({', '.join(heavy[:3])})"
+    untracked = float(data.get("untracked_ms", 0.0)) / calls
+    if untracked > options.min_untracked_ms and float(data.get("untracked_share", 0.0)) > \
+            options.max_untracked_share:
+        return rules.UNTRACKED_COMPUTE, (f"{untracked:.3g} ms of each call ran in neither the solution's own "
+                                         "kernels nor PyTorch (another library, or hidden work)")
+    share = float(data.get("torch_compute_share", 0.0))
+    if share > options.max_torch_share:
+        ops = ", ".join(str(k) for k in data.get("heavy_torch_ops", [])[:3]) or "PyTorch ops"
+        return rules.TORCH_COMPUTE, (f"{share:.0%} of the candidate's time is PyTorch compute ({ops}), "
+                                     "not its own kernels")
+    return None

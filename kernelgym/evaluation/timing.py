@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from kernelgym.evaluation.options import EvalOptions
 from kernelgym.evaluation.result import TimingStats
 
 # Bound at import of this module, which the worker does before importing a candidate.
@@ -141,3 +142,41 @@ def speedup_interval(ref_times: Sequence[float], cand_times: Sequence[float], bo
     ratios = ref_m / np.maximum(cand_m, 1e-9)
     point = float(np.median(ref) / max(float(np.median(cand)), 1e-9))
     return point, float(np.percentile(ratios, 2.5)), float(np.percentile(ratios, 97.5))
+
+
+# when the judge's timing stops, and when it must be repeated ---------------------------------------------
+
+def precise_enough(ref_ms: list[float], cand_ms: list[float], options: EvalOptions) -> bool:
+    """Whether the speedup's interval is tight enough that more batches would not change what is paid: its
+    half-width is within `timing_precision` of the speedup. A speedup within that distance of the threshold
+    stays unverified (a gain that small is the size of the noise between whole evaluations anyway). An
+    interval wholly below the threshold decides "not verified" already; it needs only
+    `timing_precision_unverified` (most candidates an RL policy writes are slower than PyTorch)."""
+    if options.timing_precision <= 0 or len(ref_ms) < 5:
+        return False
+    speedup, low, high = speedup_interval(ref_ms, cand_ms, bootstrap=200)
+    needed = options.timing_precision
+    if high < options.threshold:
+        needed = max(needed, options.timing_precision_unverified)
+    return (high - low) / 2 <= needed * speedup
+
+
+def second_timing_needed(speedup: float, low: float, options: EvalOptions) -> str | None:
+    """Why a timing must be repeated before it verifies anything, or None.
+
+    'implausible': too fast to believe once. 'confirm': the interval clears the threshold, and a batch
+    bootstrap's interval is narrower than the spread between whole evaluations on a loaded machine (an honest
+    kernel at 0.9x quiet was verified at 1.2x in 2 of 12 evaluations beside other work), so a claim must hold
+    in an independent second timing."""
+    if speedup > options.implausible_speedup:
+        return "implausible"
+    if options.confirm_verified and low > options.threshold:
+        return "confirm"
+    return None
+
+
+def second_timing_agrees(why: str, speedup: float, speedup2: float, low2: float,
+                         options: EvalOptions) -> bool:
+    if why == "implausible":
+        return abs(speedup2 - speedup) / speedup <= options.reproduce_tolerance
+    return low2 > options.threshold

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import time
 
 # One folder for the whole machine (not the per-worker TMPDIR): every worker of every pool shares the slot.
 LOCK_DIR = os.environ.get("KERNELGYM_LOCK_DIR", "/tmp/kernelgym-locks")
@@ -40,3 +41,22 @@ def device_lock(device: str):
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def timing_slot(device: str, stage_s: dict | None = None):
+    """A GPU is one shared device: concurrent evaluations would time each other's kernels. On the CPU each
+    worker's processes are pinned to cores of their own, so timing runs concurrently there. Seconds spent
+    waiting for the slot and holding it go to `stage_s` (the slot's busy share is measured from them)."""
+    if device != "cuda":
+        yield
+        return
+    asked = time.monotonic()
+    with device_lock(device):
+        got = time.monotonic()
+        try:
+            yield
+        finally:
+            if stage_s is not None:
+                for key, seconds in (("slot_wait", got - asked), ("slot_held", time.monotonic() - got)):
+                    stage_s[key] = round(stage_s.get(key, 0.0) + seconds, 3)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from kernelgym.evaluation import rules
-from kernelgym.evaluation.pipeline import _Outcome, _refuse_aliased_inputs
+from kernelgym.evaluation.outcome import Outcome
+from kernelgym.evaluation.outputs import refuse_aliased_inputs
 
 
 def _wire(handle: str, offset: int = 0) -> dict:
@@ -17,7 +18,7 @@ INPUTS = [[_wire("aa" * 32), {"value": 3}], [_wire("bb" * 32)]]
 
 def test_outputs_in_memory_of_their_own_pass_through_unchanged():
     outputs = [[_wire("cc" * 32)], [_wire("dd" * 32)]]
-    assert _refuse_aliased_inputs(outputs, INPUTS) is outputs
+    assert refuse_aliased_inputs(outputs, INPUTS) is outputs
 
 
 @pytest.mark.parametrize(
@@ -29,11 +30,11 @@ def test_outputs_in_memory_of_their_own_pass_through_unchanged():
     ids=["handle-of-an-input", "said-by-the-candidate"],
 )
 def test_an_input_handed_back_as_an_output_is_the_aliasing_rule(outputs):
-    with pytest.raises(_Outcome) as caught:
-        _refuse_aliased_inputs(outputs, INPUTS)
+    with pytest.raises(Outcome) as caught:
+        refuse_aliased_inputs(outputs, INPUTS)
     assert caught.value.finding.rule == rules.OUTPUT_ALIASES_INPUT.name
 
 
 def test_malformed_descriptions_are_left_to_the_comparison():
     outputs = [["not a dict"], [{"ipc": "not a dict"}]]
-    assert _refuse_aliased_inputs(outputs, INPUTS) is outputs
+    assert refuse_aliased_inputs(outputs, INPUTS) is outputs

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kernelgym.evaluation.options import EvalOptions
-from kernelgym.evaluation.pipeline import second_timing_agrees, second_timing_needed
+from kernelgym.evaluation.timing import second_timing_agrees, second_timing_needed
 
 OPTIONS = EvalOptions()
 
@@ -46,7 +46,7 @@ def test_a_timing_stops_once_its_interval_is_tight_enough_to_decide_what_is_paid
     timing_precision stops there, a noisy one goes on (to the budget), and the option 0 turns it off."""
     import random
 
-    from kernelgym.evaluation.pipeline import precise_enough
+    from kernelgym.evaluation.timing import precise_enough
 
     rng = random.Random(0)
     steady_ref = [1.0 + rng.uniform(-0.01, 0.01) for _ in range(6)]
@@ -69,8 +69,8 @@ def test_the_gpu_timing_slot_records_how_long_it_was_waited_for_and_held(tmp_pat
     import threading
     import time
 
-    from kernelgym.evaluation.pipeline import _timing_slot
     from kernelgym.workers import locks
+    from kernelgym.workers.locks import timing_slot
 
     monkeypatch.setattr(locks, "LOCK_DIR", str(tmp_path))
     locks.prepare()
@@ -78,19 +78,19 @@ def test_the_gpu_timing_slot_records_how_long_it_was_waited_for_and_held(tmp_pat
     held = threading.Event()
 
     def hold():
-        with _timing_slot("cuda", first):
+        with timing_slot("cuda", first):
             held.set()
             time.sleep(0.3)
 
     thread = threading.Thread(target=hold)
     thread.start()
     held.wait()
-    with _timing_slot("cuda", second):
+    with timing_slot("cuda", second):
         pass
     thread.join()
     assert first["slot_held"] >= 0.3 and first["slot_wait"] < 0.1
     assert second["slot_wait"] >= 0.2  # it waited for the first holder
     cpu = {}
-    with _timing_slot("cpu", cpu):  # CPU workers time on cores of their own: no slot
+    with timing_slot("cpu", cpu):  # CPU workers time on cores of their own: no slot
         pass
     assert cpu == {}

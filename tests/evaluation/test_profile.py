@@ -98,3 +98,24 @@ def test_an_own_kernel_named_like_the_cuda_runtime_is_still_the_solutions_work()
     summary = _gpu_summary(events, own_calls=1, own={"cuda_relu"})
     assert summary["own_kernel_ms"] == 0.1
     assert summary["coverage"] > 0.9 and summary["torch_compute_ms"] == 0.01
+
+
+def test_the_profile_rules_in_the_order_they_are_decided():
+    """The in-process profile's word (GPU, or a CPU host without perf events): no own kernel call first,
+    then a heavy PyTorch op, then untracked time, then PyTorch's share; an honest profile passes."""
+    from kernelgym.evaluation import rules
+    from kernelgym.evaluation.options import EvalOptions
+    from kernelgym.evaluation.profile import judge_profile
+
+    options = EvalOptions()
+    honest = {"own_kernel_calls": 4, "torch_compute_share": 0.05, "untracked_ms": 0.0}
+    assert judge_profile(honest, 4, "cuda", options) is None
+    assert judge_profile({**honest, "own_kernel_calls": 0, "heavy_ops_called": ["aten::mm"]}, 4, "cuda",
+                         options)[0] is rules.KERNEL_NOT_CALLED
+    rule, message = judge_profile({**honest, "heavy_ops_called": ["aten::mm"]}, 4, "cuda", options)
+    assert rule is rules.TORCH_COMPUTE and "aten::mm" in message
+    hidden = {**honest, "untracked_ms": 40 * options.min_untracked_ms, "untracked_share": 0.9}
+    assert judge_profile(hidden, 4, "cpp", options)[0] is rules.UNTRACKED_COMPUTE
+    passthrough = {**honest, "torch_compute_share": 0.9, "heavy_torch_ops": ["sm90_xmma_gemm"]}
+    rule, message = judge_profile(passthrough, 4, "cuda", options)
+    assert rule is rules.TORCH_COMPUTE and "90%" in message and "sm90_xmma_gemm" in message

@@ -1,0 +1,717 @@
+"""The stages of one evaluation, run in kernelgym's trusted worker (which never imports candidate code).
+
+static -> reference -> build + load -> correctness -> timing -> own code / profile, each stage a method that
+returns or ends the evaluation with a `Reason` from the rules catalogue (evaluation/rules.py). Each batch
+goes through both processes the same way: fresh inputs from the reference, the reference run while the
+candidate is frozen, the candidate run, its outputs read by this process and compared by the reference.
+The conversation with the two evaluation processes is typed (workers/messages.py, whose docstring shows it).
+
+Where trust lies: the worker holds the clock (its own perf_counter around each batch), draws the seeds of
+every input set, reads the candidate's outputs itself from its frozen process, and reads the CPU time the
+kernel accounted to the candidate's process tree. The reference process holds the expected outputs and
+compares. The candidate's process holds nothing the verdict depends on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from kernelgym import backends
+from kernelgym.evaluation import own_code, rules
+from kernelgym.evaluation.compare import tolerance
+from kernelgym.evaluation.job import EvalJob
+from kernelgym.evaluation.options import EvalOptions
+from kernelgym.evaluation.outcome import Mismatch, Outcome, end
+from kernelgym.evaluation.outputs import FrozenReader, refuse_aliased_inputs
+from kernelgym.evaluation.own_code import CandidateWatch
+from kernelgym.evaluation.profile import judge_profile
+from kernelgym.evaluation.result import (
+    BuildResult,
+    CorrectnessResult,
+    EvalResult,
+    LoadResult,
+    ProfileResult,
+    TimingResult,
+    TrialResult,
+    Verdict,
+)
+from kernelgym.evaluation.rules import Reason, reason
+from kernelgym.evaluation.static import static_check
+from kernelgym.evaluation.timing import (
+    Laps,
+    precise_enough,
+    second_timing_agrees,
+    second_timing_needed,
+    speedup_interval,
+    stats,
+)
+from kernelgym.stats import median
+from kernelgym.workers import locks
+from kernelgym.workers import messages as m
+from kernelgym.workers.candidate_side import run_candidate
+from kernelgym.workers.process import Died, EvalProcess
+from kernelgym.workers.readback import Readback
+from kernelgym.workers.reference_side import run_reference
+
+if TYPE_CHECKING:
+    from kernelgym.evaluation.pipeline import Pipeline
+
+_BATCH_PARTS = ("inputs", "map", "run", "check")
+
+
+@dataclass
+class _Batch:
+    """One batch as the trusted side saw it."""
+
+    number: int
+    calls: int
+    reference_ms: float = 0.0  # wall time of the reference's batch, by the worker's clock
+    candidate_ms: float = 0.0
+    candidate_cpu_s: float = 0.0
+    own_kernel_calls: int = 0  # the candidate's own count: a hint in messages, never evidence
+    backward_kernel_calls: int = -1
+    profile: dict = field(default_factory=dict)
+    cpu_ns_exact: bool = False  # candidate_cpu_s came from its cgroup (every thread, to the ns)
+
+
+def seed_source(options: EvalOptions):
+    import random
+
+    return secrets.SystemRandom() if options.seed is None else random.Random(options.seed)
+
+
+class Evaluation:
+    """The stages of one evaluation, in order; each returns or raises Outcome."""
+
+    def __init__(self, pipeline: Pipeline, job: EvalJob, result: EvalResult, eval_dir: str):
+        self.pipeline, self.job, self.result, self.eval_dir = pipeline, job, result, eval_dir
+        self.options = job.options
+        self.backend = backends.get(job.backend)
+        self.device, self.mode = pipeline.placement(self.backend)
+        self.rng = seed_source(self.options)
+        self.child_job = pipeline.child_job(job, self.device, self.mode, self.rng)
+        self.atol, self.rtol = tolerance(job.dtype, job.atol, job.rtol)
+        self.reference: EvalProcess | None = None
+        self.candidate: EvalProcess | None = None
+        self.ready: m.Ready | None = None
+        self.readback = Readback() if self.device == "cpu" else None
+        self.batches = 0
+        # Seconds of every batch's parts so far (inputs made, inputs mapped, both sides run, outputs checked):
+        # the timing stage reports its own share, which is what holds the GPU's slot.
+        self.batch_parts_s = dict.fromkeys(_BATCH_PARTS, 0.0)
+        self.build_s, self.cached = 0.0, True
+        self.stage = "load"  # the stage under way, named in timeouts and crashes
+        self.cores = _cores(self.options.threads, pipeline.slot)  # the reference's and the candidate's
+        # issue 28: the candidate's cgroup and the samples of its batches, taken from outside
+        self.watch = CandidateWatch(self.device == "cpu", native=self.backend.device == "cpu")
+
+    def run(self) -> None:
+        try:
+            self.static()
+            self.start_reference()
+            self.load_candidate()
+            self.correctness()
+            if self.options.timing and self.mode == "run":
+                self.timing()
+            else:
+                self.result.timing = TimingResult(False, reason=_no_timing_reason(self.mode, self.options))
+            if self.watch.evidence.note:  # perf events refused: say so, and what decided instead
+                self.result.static.warnings.append(self.watch.evidence.note)
+            decided = self.watch.judges_own_code() and self.own_code()
+            if not decided and self.options.profile and self.mode == "run":
+                self.profile()
+        finally:
+            for process in (self.candidate, self.reference):
+                if process is not None:
+                    process.close()
+            if self.readback is not None:
+                self.readback.close()
+            self.watch.close()
+            if self.candidate is not None:
+                self.result.output_tail = self.candidate.output_tail()
+        if self.options.ncu and self.result.verdict is Verdict.OK:
+            self.ncu()
+
+    # static -------------------------------------------------------------------------------------------
+    def static(self) -> None:
+        self.result.static = static_check(self.job.solution_source, self.backend, self.job.dtype)
+        if not self.result.static.passed:
+            raise Outcome(Reason.parse(self.result.static.reasons[0]))
+
+    # reference --------------------------------------------------------------------------------------------
+    def _spawn(self, target, name: str) -> EvalProcess:
+        folder = os.path.join(self.eval_dir, name)
+        os.mkdir(folder)
+        joins = self.watch.make_cgroup(self.cores) if target is run_candidate else None
+        return EvalProcess(target, self.child_job, folder, self.pipeline.sandbox, self.device == "cuda",
+                           cores=self.cores, cgroup_files=joins)
+
+    def start_reference(self) -> None:
+        started = time.monotonic()
+        self.reference = self._spawn(run_reference, "reference")
+        job = self.child_job
+        measuring_peaks = job.roofline and self.mode == "run" and job.cached_peaks is None
+        if not measuring_peaks:  # the candidate's start-up (CUDA context, imports) overlaps the reference's
+            self.candidate = self._spawn(run_candidate, "candidate")
+        deadline = time.monotonic() + self.options.timeout_s + 60
+        try:
+            self.reference.hello(deadline)
+            self.result.stage_s["reference_hello"] = round(time.monotonic() - started, 3)
+            msg, _, _ = self.reference.receive(deadline)
+        except TimeoutError:
+            raise end(rules.TIMEOUT, "the task's reference ran past its limit") from None
+        except Died:
+            raise end(rules.JUDGE_FAILED, f"the reference process {self.reference.death()}") from None
+        if isinstance(msg, m.Failed):
+            raise end(rules.REFERENCE_FAILED, f"the task's reference raised {msg.message[:300]}")
+        if not isinstance(msg, m.Ready):
+            raise end(rules.JUDGE_FAILED, f"the reference process said {msg.kind!r}")
+        self.ready = msg
+        for part, seconds in (msg.startup_s or {}).items():
+            if isinstance(seconds, int | float):
+                self.result.stage_s[f"reference_{part}"] = round(float(seconds), 3)
+        if msg.peaks and not self.child_job.cached_peaks:
+            from kernelgym.evaluation.roofline import Peaks
+
+            key = self.pipeline.peaks_key(self.device, self.options.threads, self.job.dtype)
+            self.pipeline.peaks.put(key, Peaks(**msg.peaks))
+        self.result.stage_s["reference"] = round(time.monotonic() - started, 3)
+
+    # sending: a dead candidate is its own crash; a dead reference is the judge's failure -------------------
+    def to_candidate(self, message: m.Message, fds=()) -> None:
+        try:
+            self.candidate.send(message, fds=fds)
+        except Died:
+            death = self.candidate.death()
+            raise end(rules.CRASH, f"the candidate's process {death} during {self.stage}") from None
+
+    def to_reference(self, message: m.Message, fds=()) -> None:
+        try:
+            self.reference.send(message, fds=fds)
+        except Died:
+            raise end(rules.JUDGE_FAILED, f"the reference process {self.reference.death()}") from None
+
+    # the candidate's messages -------------------------------------------------------------------------------
+    def receive(self, expected: type[m.Message], stage: str, limit_s: float) -> m.Message:
+        """The candidate's next message of the expected type; build requests are served on the way."""
+        deadline = time.monotonic() + limit_s
+        while True:
+            try:
+                msg, _, fds = self.candidate.receive(deadline)
+            except TimeoutError:
+                raise end(rules.TIMEOUT, f"the {stage} stage ran past its limit") from None
+            except Died:
+                raise end(rules.CRASH,
+                          f"the candidate's process {self.candidate.death()} during {stage}") from None
+            for fd in fds:
+                os.close(fd)
+            if isinstance(msg, m.Build):  # a build gets the build limit in any stage, beside the stage's own
+                started = time.monotonic()
+                self.build(msg, started + self.options.build_timeout_s)
+                deadline += time.monotonic() - started
+            elif isinstance(msg, m.Failed):
+                self.failed(msg)
+            elif isinstance(msg, expected):
+                return msg
+            else:
+                raise end(rules.PROTOCOL, f"unexpected {msg.kind!r} during {stage}")
+
+    def build(self, msg: m.Build, deadline: float) -> None:
+        from kernelgym.build import serve
+
+        started = time.monotonic()
+        reply, cached = serve.serve(msg.request, max(1.0, deadline - time.monotonic()))
+        if isinstance(reply, m.Built):  # the solution's own code: what its samples are held to
+            self.watch.classifier.add_built(reply.path)
+        self.cached = self.cached and cached
+        self.build_s += time.monotonic() - started
+        self.to_candidate(reply)
+
+    def failed(self, msg: m.Failed) -> None:
+        stage = msg.stage
+        if msg.error_kind == "compile" or (stage == "load" and "BuildError" in msg.message):
+            self.result.build = BuildResult(False, round(self.build_s, 3), False,
+                                            log=trim_log(msg.log or msg.message))
+            first = msg.message.splitlines()[0][:300] if msg.message else "build failed"
+            raise end(rules.COMPILE_ERROR, first)
+        if msg.error_kind == "cuda":
+            raise end(rules.CUDA_ERROR, f"{msg.message[:300]} (during {stage}; the process is discarded)")
+        if msg.error_kind == "contract":
+            raise end(rules.CONTRACT, msg.message)
+        where = "; ".join(msg.frames)
+        text = msg.message[:500] + (f" [{where}]" if where else "")
+        if stage in ("load", "init"):
+            self.result.build = BuildResult(True, round(self.build_s, 3), self.cached)
+            self.result.load = LoadResult(False, error=msg.message[:2000])
+            raise end(rules.LOAD_ERROR, text)
+        raise end(rules.OUT_OF_MEMORY if msg.error_kind == "oom" else rules.RUNTIME_ERROR, text)
+
+    # build + load -------------------------------------------------------------------------------------------
+    def load_candidate(self) -> None:
+        started = time.monotonic()
+        if self.candidate is None:
+            self.candidate = self._spawn(run_candidate, "candidate")
+        try:
+            hello = self.candidate.hello(time.monotonic() + 120)
+        except (TimeoutError, Died):
+            raise end(rules.CRASH, "the candidate's process did not start") from None
+        self.result.static.warnings.extend(hello.notes)
+        self.result.static.warnings.extend(self.watch.check_joined())
+        self.receive(m.Loaded, "load", self.options.build_timeout_s)
+        self.result.build = BuildResult(True, round(self.build_s, 3), self.cached,
+                                        runnable=self.mode != "compile")
+        self.result.load = LoadResult(True, round(time.monotonic() - started - self.build_s, 3))
+        self.result.stage_s["load"] = round(time.monotonic() - started, 3)
+        if self.mode == "compile":
+            raise end(rules.NO_GPU, "the CUDA code compiled, but this machine has no GPU to run it")
+        self.to_candidate(m.Construct(self.ready.init_args, self.child_job.init_seed))
+        self.receive(m.Constructed, "init", self.options.timeout_s)
+        if self.build_s > self.result.build.build_s:  # built in __init__ (many models' answers do)
+            self.result.build = BuildResult(True, round(self.build_s, 3), self.cached)
+
+    # batches ------------------------------------------------------------------------------------------------
+    def batch(self, seeds: list[int], perturbed: list[bool], candidate_first: bool = False,
+              profile: bool = False) -> _Batch:
+        """One batch of fresh input sets through both sides, timed by this process, every output checked."""
+        self.batches += 1
+        record = _Batch(self.batches, len(seeds))
+        part = Laps(self.batch_parts_s).lap
+        self.to_reference(m.MakeInputs(record.number, seeds, perturbed))
+        inputs, fd = self._reference_inputs(record.number)
+        part("inputs")
+        try:
+            if inputs.ipc:  # GPU: the candidate maps the reference's input sets before the clock starts
+                self.candidate.thaw()
+                self.to_candidate(m.RunBatch(record.number, ipc=inputs.ipc, map_only=True))
+                self.receive(m.BatchDone, self.stage, self.options.timeout_s)
+            part("map")
+            order = ("candidate", "reference") if candidate_first else ("reference", "candidate")
+            done = None
+            for side in order:
+                if side == "reference":
+                    self._hold_candidate()
+                    record.reference_ms = self._run_reference(record.number, inputs, fd)
+                else:
+                    self.candidate.thaw()
+                    done = self._run_candidate(record, inputs, fd, profile)
+            part("run")
+            self._check(record, done, fd, inputs.ipc)
+            part("check")
+        finally:
+            if fd is not None:
+                os.close(fd)
+            for process in (self.reference, self.candidate):
+                try:
+                    process.send(m.Release(record.number))
+                except Died:  # the stage that raised says why; a dead process needs no release
+                    pass
+        return record
+
+    def _hold_candidate(self) -> None:
+        """The candidate is frozen whenever the reference runs. They share cores (and the GPU), so a live
+        candidate, a thread that spins or launches kernels while its own process waits, would slow the
+        reference and look faster. (GPU work it queued before the freeze still runs: see threat-model.md.)"""
+        if not self.candidate.frozen:
+            self.candidate.freeze()
+
+    def _reference_inputs(self, number: int) -> tuple[m.Inputs, int | None]:
+        try:
+            msg, _, fds = self.reference.receive(time.monotonic() + self.options.timeout_s + 60)
+        except (TimeoutError, Died):
+            raise end(rules.JUDGE_FAILED, "the reference process did not make the inputs") from None
+        if isinstance(msg, m.Failed) and msg.error_kind == "oom":
+            raise end(rules.TOO_LARGE, f"the task's inputs do not fit: {msg.message[:200]}")
+        if not isinstance(msg, m.Inputs) or msg.batch != number:
+            raise end(rules.JUDGE_FAILED, f"the reference process said {msg.kind!r}")
+        return msg, (fds[0] if fds else None)
+
+    def _run_reference(self, number: int, inputs: m.Inputs, fd: int | None) -> float:
+        message = m.RunBatch(number, layout=inputs.layout)
+        self.watch.start_reference(self.reference.main_pid)  # the same timer interrupts as the candidate
+        start = time.perf_counter_ns()
+        self.to_reference(message, fds=[fd] if fd is not None else ())
+        try:
+            msg, _, _ = self.reference.receive(time.monotonic() + self.options.timeout_s + 60)
+        except (TimeoutError, Died):
+            raise end(rules.JUDGE_FAILED, "the reference process did not finish a batch") from None
+        elapsed = (time.perf_counter_ns() - start) / 1e6
+        self.watch.discard()
+        if not isinstance(msg, m.BatchDone):
+            raise end(rules.JUDGE_FAILED,
+                      f"the reference failed on a batch: {getattr(msg, 'message', msg.kind)[:300]}")
+        return elapsed
+
+    def _run_candidate(self, record: _Batch, inputs: m.Inputs, fd: int | None, profile: bool) -> m.BatchDone:
+        message = m.RunBatch(record.number, layout=inputs.layout, ipc=inputs.ipc, profile=profile)
+        cpu_before = self._candidate_cpu_s()
+        if self.watch.judges_own_code():
+            self.watch.start(self.candidate_pids(), self.cores)
+        start = time.perf_counter_ns()
+        self.to_candidate(message, fds=[fd] if fd is not None else ())
+        done = self.receive(m.BatchDone, self.stage, self.options.timeout_s)
+        record.candidate_ms = (time.perf_counter_ns() - start) / 1e6
+        self.done_at = time.perf_counter_ns()
+        if self.device == "cpu":
+            # Frozen at 'done': a thread still writing now leaves its outputs unfinished for the read below.
+            self.candidate.freeze()
+            record.candidate_cpu_s = self._candidate_cpu_s() - cpu_before
+            record.cpu_ns_exact = self.watch.cgroup is not None
+            self.watch.take(record.candidate_cpu_s)
+            outside = self.candidate.cpus_seen() - self.cores
+            if outside:  # the kernel's own record: a thread was allowed on, or ran on, another core
+                raise end(rules.EXTRA_CORES, f"the candidate's threads reached cores {sorted(outside)}, "
+                                             f"beyond the {len(self.cores)} the reference gets")
+        record.own_kernel_calls, record.profile = int(done.own_kernel_calls), dict(done.profile or {})
+        record.backward_kernel_calls = int(done.backward_kernel_calls)
+        if done.precision_lowered:
+            raise end(rules.PRECISION_DOWNGRADE, "TF32 or reduced-precision matmul was switched on"
+                       if self.job.dtype == "float32" else
+                       f"half-precision reductions were switched on for a {self.job.dtype} run")
+        return done
+
+    def _check(self, record: _Batch, done: m.BatchDone, fd: int | None, inputs_ipc: list | None) -> None:
+        """Every call's outputs, read from the frozen candidate (CPU) or mapped by the reference (GPU),
+        checked by the reference in one exchange; the candidate stays frozen until the answer."""
+        try:
+            if len(done.outputs) != record.calls:
+                raise end(rules.OUTPUTS_UNREADABLE, f"{len(done.outputs)} outputs for {record.calls} calls")
+            if self.device == "cpu":
+                outputs = FrozenReader(self.candidate, self.readback, self.ready).read(done, fd, self.stage)
+                fds = [self.readback.fd]
+            else:
+                outputs, fds = refuse_aliased_inputs(done.outputs, inputs_ipc), []
+            self.to_reference(m.Compare(record.number, outputs, self.atol, self.rtol), fds=fds)
+            try:
+                answer, _, _ = self.reference.receive(time.monotonic() + self.options.timeout_s + 60)
+            except (TimeoutError, Died):
+                raise end(rules.JUDGE_FAILED, "the reference process did not answer a comparison") from None
+        finally:
+            self.candidate.thaw()
+        if not isinstance(answer, m.Compared):
+            raise end(rules.JUDGE_FAILED, f"the reference process said {answer.kind!r}")
+        if self.device != "cpu" and answer.last_checked_ns:
+            self.readback_lag_ms = (answer.last_checked_ns - self.done_at) / 1e6
+        if answer.inputs_modified:
+            raise end(rules.INPUTS_MODIFIED, "forward wrote into its input tensors")
+        trial = TrialResult(**answer.trial)
+        if trial.lowered_precision:
+            raise end(rules.PRECISION_LOST, f"call {answer.call + 1}: {trial.message}")
+        if not trial.passed:
+            self.failed_trial = (answer.call, trial)
+            raise Mismatch(answer.call, trial)
+
+    def seeds(self, n: int) -> list[int]:
+        return [self.rng.randrange(2**31) for _ in range(n)]
+
+    # correctness --------------------------------------------------------------------------------------------
+    def correctness(self) -> None:
+        self.stage = "correctness"
+        started = time.monotonic()
+        n = self.options.correctness_trials
+        perturbed = [i >= n - self.options.perturbed_trials and self.job.perturb != "none" for i in range(n)]
+        result = CorrectnessResult(passed=False, atol=self.atol, rtol=self.rtol)
+        self.result.correctness = result
+        self._check_fits(per_batch=1)
+        seeds, per_batch = self.seeds(n), self._calls_that_fit(n, share=0.8)
+        for first in range(0, n, per_batch):  # shipped-size tasks: as many sets at once as the device holds
+            chunk = slice(first, first + per_batch)
+            try:
+                record = self.batch(seeds[chunk], perturbed[chunk])
+            except Mismatch as mismatch:
+                call = first + mismatch.call
+                trial = mismatch.trial
+                trial.index, trial.perturbed = call, perturbed[call]
+                result.trials.append(trial)
+                which = " (perturbed inputs)" if trial.perturbed else ""
+                raise end(rules.INCORRECT, f"trial {call + 1}{which}: {trial.message}") from None
+            self._require_own_kernels(record)
+            if first == 0:
+                self.first_batch = record
+        result.trials = [TrialResult(i, perturbed[i], True) for i in range(n)]
+        result.passed = True
+        self.result.stage_s["correctness"] = round(time.monotonic() - started, 3)
+
+    def _check_fits(self, per_batch: int) -> None:
+        ready = self.ready
+        if self.device != "cuda":
+            return
+        need = per_batch * (3 * ready.input_bytes + 2 * ready.output_bytes)
+        free = ready.device_memory_bytes
+        if free and need > free:
+            raise end(rules.TOO_LARGE, f"one call needs about {need / 2**30:.1f} GiB with the judge's "
+                                       f"copies; the device has {free / 2**30:.1f} GiB")
+
+    def _require_own_kernels(self, record: _Batch) -> None:
+        """The candidate's own count of calls into its kernels: on the CPU only where perf events are
+        refused (the samples decide otherwise); the backward's count as it was."""
+        counted_inside = self.device == "cpu" and not self.watch.judges_own_code()
+        if counted_inside and record.own_kernel_calls < record.calls:
+            raise end(rules.KERNEL_NOT_CALLED, "forward ran the solution's kernels "
+                                               f"{record.own_kernel_calls} time(s) in {record.calls} calls")
+        # Counted in the candidate's process by the same wrappers as above (native loaders, Triton launches).
+        counted = self.device == "cpu" or self.job.backend == "triton"
+        if self.job.backward and counted and 0 <= record.backward_kernel_calls < record.calls:
+            raise end(rules.BACKWARD_NOT_OWN, "autograd's backward ran the solution's kernels "
+                                              f"{record.backward_kernel_calls} time(s) in {record.calls} "
+                                              "calls: the backward was left to PyTorch")
+
+    # timing -------------------------------------------------------------------------------------------------
+    def timing(self) -> None:
+        self.stage = "timing"
+        started = time.monotonic()
+        options = self.options
+        parts_before = dict(self.batch_parts_s)
+        with locks.timing_slot(self.device, self.result.stage_s):  # one evaluation at a time measures
+            self._hold_candidate()  # the round trip, taken off both sides' times, is measured undisturbed
+            round_trip = self._round_trip_ms()
+            per_call = max((self.first_batch.reference_ms - round_trip) / self.first_batch.calls, 1e-4)
+            target_ms = options.timing_batch_ms or (25.0 if self.device == "cuda" else 10.0)
+            calls = int(min(options.max_calls_per_batch, max(1, round(target_ms / per_call))))
+            calls = self._calls_that_fit(calls)
+            with _timed_outputs_checked():
+                for _ in range(options.warmup):
+                    self.batch(self.seeds(calls), [False] * calls)
+                ref_ms, cand_ms, cpu_s, wall_s = self._rounds(calls, round_trip)
+            speedup, low, high = speedup_interval(ref_ms, cand_ms)
+            remeasured, reproduced = False, True
+            repeat = second_timing_needed(speedup, low, options)
+            if repeat:
+                with _timed_outputs_checked():
+                    ref2, cand2, cpu2, wall2 = self._rounds(calls, round_trip)
+                speedup2, low2, _ = speedup_interval(ref2, cand2)
+                remeasured = True
+                reproduced = second_timing_agrees(repeat, speedup, speedup2, low2, options)
+                ref_ms, cand_ms, cpu_s, wall_s = ref_ms + ref2, cand_ms + cand2, cpu_s + cpu2, wall_s + wall2
+                speedup, low, high = speedup_interval(ref_ms, cand_ms)
+        timing = TimingResult(
+            available=True, device=_device_label(self.device, options.threads), candidate=stats(cand_ms),
+            reference=stats(ref_ms), speedup=round(speedup, 4), speedup_ci_low=round(low, 4),
+            speedup_ci_high=round(high, 4), remeasured=remeasured, round_trip_ms=round(round_trip, 4),
+            calls_per_batch=calls, batches=len(cand_ms),
+            readback_lag_ms=getattr(self, "readback_lag_ms", None),
+        )
+        timing.verified = low > options.threshold and reproduced
+        self._roofline(timing)
+        if options.compile_baseline:
+            self._against_compile(timing)
+        self.result.timing = timing
+        self.result.stage_s["timing"] = round(time.monotonic() - started, 3)
+        for name in _BATCH_PARTS:
+            self.result.stage_s[f"timing_{name}"] = round(self.batch_parts_s[name] - parts_before[name], 3)
+        if not reproduced:  # noise, not evidence: the speedup is simply not verified
+            said = (f"an implausible speedup did not reproduce within {options.reproduce_tolerance:.0%}"
+                    if repeat == "implausible" else
+                    f"the speedup's interval cleared {options.threshold:g} in one timing but not in a second")
+            self.result.reasons.append(reason(rules.NOT_REPRODUCED, f"{said}; both measurements are pooled, "
+                                                                    "unverified"))
+        self._check_cores(timing, cpu_s, wall_s)
+
+    def _against_compile(self, timing: TimingResult) -> None:
+        folder = os.path.join(self.eval_dir, "compile_baseline")
+        os.mkdir(folder)
+        compile_ms, cached = self.pipeline.compile_baseline_ms(self.job, self.device, self.mode, folder)
+        if compile_ms:
+            timing.compile_ms, timing.compile_baseline_cached = round(compile_ms, 6), cached
+            timing.speedup_vs_compile = round(compile_ms / max(timing.candidate.median_ms, 1e-9), 4)
+
+    def _rounds(self, calls: int, round_trip: float) -> tuple[list[float], list[float], float, float]:
+        """Timed batches, alternating which side goes first; per-call times less the fixed round trip."""
+        options = self.options
+        ref_ms: list[float] = []
+        cand_ms: list[float] = []
+        cpu_s = wall_s = spent = 0.0
+        least = min(5, options.timing_trials)
+        started = time.monotonic()
+        for i in range(options.timing_trials):
+            record = self.batch(self.seeds(calls), [False] * calls, candidate_first=i % 2 == 1)
+            self._require_own_kernels(record)
+            ref_ms.append(max(record.reference_ms - round_trip, 1e-6) / calls)
+            cand_ms.append(max(record.candidate_ms - round_trip, 1e-6) / calls)
+            cpu_s += record.candidate_cpu_s
+            wall_s += record.candidate_ms / 1e3
+            spent += max(record.reference_ms, record.candidate_ms) / 1e3
+            # The budget is the measured time per side; the stage's wall time (fresh inputs, the checks of
+            # every output) is held to a few times that. The GPU's slot is held meanwhile, so a timing also
+            # stops once it is precise enough to decide the verdict and the reward.
+            if i + 1 >= least and (spent > options.timing_budget_s
+                                   or time.monotonic() - started > 3 * options.timing_budget_s
+                                   or precise_enough(ref_ms, cand_ms, options)):
+                break
+        return ref_ms, cand_ms, cpu_s, wall_s
+
+    def _round_trip_ms(self) -> float:
+        """The fixed cost of a batch (messages, the harness's bookkeeping), measured on the reference's side:
+        the candidate cannot inflate what is taken off its own times."""
+        times = []
+        for i in range(12):
+            start = time.perf_counter_ns()
+            self.to_reference(m.RunBatch(-1 - i))
+            try:
+                self.reference.receive(time.monotonic() + 30)
+            except (TimeoutError, Died):
+                raise end(rules.JUDGE_FAILED, "the reference process did not answer") from None
+            times.append((time.perf_counter_ns() - start) / 1e6)
+        return median(times[2:])  # the first two warm the path
+
+    def _calls_that_fit(self, calls: int, share: float = 0.4) -> int:
+        """Calls per batch that fit: each holds an input set (and, on the GPU, the reference's private copy)
+        and two sets of outputs (the reference's and the candidate's)."""
+        ready = self.ready
+        per_call = 3 * ready.input_bytes + 2 * ready.output_bytes
+        budget = (1 << 30) if self.device == "cpu" else int(share * (ready.device_memory_bytes or 8 << 30))
+        return max(1, min(calls, budget // max(per_call, 1)))
+
+    def _check_cores(self, timing: TimingResult, cpu_s: float, wall_s: float) -> None:
+        if self.device != "cpu" or wall_s <= 0:
+            return
+        ratio = cpu_s / wall_s
+        timing.cpu_time_ratio = round(ratio, 3)
+        allowed = self.options.threads * self.options.max_cpu_time_ratio
+        # A cgroup counts to the ns; /proc/PID/stat in clock ticks: then judge only once there are enough.
+        if (self.watch.cgroup is not None or wall_s > 0.25) and ratio > allowed:
+            raise end(rules.EXTRA_CORES, f"the candidate's processes used {ratio:.2f} cores' worth of CPU "
+                                         "time during its timed calls; the reference gets "
+                                         f"{self.options.threads}")
+
+    def _roofline(self, timing: TimingResult) -> None:
+        from kernelgym.evaluation.roofline import Peaks, TaskCost, floor_ms
+
+        ready = self.ready
+        if not ready.peaks or ready.flops is None:
+            return
+        cost = TaskCost(float(ready.flops), float(ready.min_bytes))
+        peaks = {k: v for k, v in ready.peaks.items() if k in Peaks.__dataclass_fields__}
+        floor, bound = floor_ms(cost, Peaks(**peaks))
+        timing.flops, timing.min_bytes = cost.flops, cost.min_bytes
+        timing.floor_ms, timing.bound = round(floor, 6), bound
+        if timing.candidate and timing.candidate.median_ms > 0:
+            timing.roofline_fraction = round(floor / timing.candidate.median_ms, 4)
+
+    def _candidate_cpu_s(self) -> float:
+        """The candidate tree's CPU time so far: its cgroup's (to the ns, exited threads included), or the
+        sum of its live processes' /proc/PID/stat (clock ticks) where no cgroup could be made."""
+        if self.device != "cpu":
+            return 0.0
+        return self.watch.cpu_ns() / 1e9 if self.watch.cgroup is not None else self.candidate.cpu_seconds()
+
+    def candidate_pids(self) -> list[int]:
+        return [pid for pid in self.candidate.tree() if pid not in self.candidate.helpers]
+
+    # own code (CPU) -------------------------------------------------------------------------------------
+    def own_code(self) -> bool:
+        """Whether the solution's own compiled code did the work, from the instruction pointers sampled in
+        every candidate batch by this process (nothing the candidate reports is used). False when the
+        samples are too few to decide: they are kept in the result, and the in-process profile decides."""
+        evidence = self.watch.evidence
+        self.result.profile = ProfileResult(
+            coverage=round(evidence.share(own_code.OWN), 4),
+            own_kernel_calls=self.first_batch.own_kernel_calls,
+            samples=evidence.total, sampled_shares=evidence.summary(), top_files=evidence.top_paths(),
+            top_ops=evidence.top_torch_ms())
+        if not own_code.decides(evidence, self.options.max_torch_share):
+            self.result.static.warnings.append(f"own code: {evidence.total} samples, too few to decide; "
+                                               "the in-process profile decided")
+            return False
+        found = own_code.judge(evidence, self.options.max_torch_share)
+        if found is not None:
+            rule, message = found
+            raise end(rules.TORCH_COMPUTE if rule == "torch" else rules.UNTRACKED_COMPUTE, message)
+        return True
+
+    # profile ------------------------------------------------------------------------------------------------
+    def profile(self) -> None:
+        self.stage = "profile"
+        started = time.monotonic()
+        calls = (self.result.timing.calls_per_batch if self.result.timing else None) or 1
+        with _timed_outputs_checked():
+            record = self.batch(self.seeds(calls), [False] * calls, profile=True)
+        data = record.profile
+        profile = ProfileResult(
+            coverage=data.get("coverage"), own_kernel_calls=int(data.get("own_kernel_calls", 0)),
+            top_ops=[(str(k), float(v)) for k, v in data.get("top_ops", [])],
+            heavy_torch_ops=[str(k) for k in data.get("heavy_torch_ops", [])],
+        )
+        sampled = self.result.profile  # samples too few to decide: still shown beside the profile's word
+        if sampled is not None:
+            profile.samples, profile.sampled_shares, profile.top_files = (
+                sampled.samples, sampled.sampled_shares, sampled.top_files)
+        self.result.profile = profile
+        self.result.stage_s["profile"] = round(time.monotonic() - started, 3)
+        found = judge_profile(data, calls, self.job.backend, self.options)
+        if found is not None:
+            raise end(*found)
+
+    # ncu ----------------------------------------------------------------------------------------------------
+    def ncu(self) -> None:
+        """Hardware counters per kernel, after the verdict (they inform; they never change it)."""
+        from kernelgym.evaluation import ncu
+
+        result = self.result
+        if result.profile is None:
+            result.profile = ProfileResult()
+        if self.device != "cuda":
+            result.profile.ncu_note = "ncu: Nsight Compute profiles GPU kernels; this ran on the CPU"
+            return
+        started = time.monotonic()
+        job_dir = os.path.join(self.eval_dir, "ncu")
+        os.mkdir(job_dir)
+        spec = {"task_source": self.job.task_source, "solution_source": self.job.solution_source,
+                "dtype": self.job.dtype, "init_seed": self.child_job.init_seed,
+                "input_seed": self.seeds(1)[0], "perturb": self.job.perturb}
+        with locks.device_lock(self.device):
+            found, note = ncu.collect(job_dir, spec, self.pipeline.sandbox, self.options.ncu_timeout_s)
+        result.profile.kernels, result.profile.ncu_note = found, note
+        result.stage_s["ncu"] = round(time.monotonic() - started, 3)
+
+
+@contextlib.contextmanager
+def _timed_outputs_checked():
+    """A wrong output after correctness passed: the candidate behaves differently when it matters."""
+    try:
+        yield
+    except Mismatch as mismatch:
+        raise end(rules.OUTPUTS_CHANGED, f"call {mismatch.call + 1} of a later batch returned wrong outputs "
+                                         f"({mismatch.trial.message})") from None
+
+
+def _cores(threads: int, slot: int) -> set[int]:
+    """The cores a reference and its candidate share: as many as the evaluation's threads, the next ones for
+    the pool's next worker (by index: picked by pid, two workers could share a core and time each other)."""
+    available = sorted(os.sched_getaffinity(0))
+    start = (slot * threads) % len(available)
+    return {available[(start + i) % len(available)] for i in range(min(threads, len(available)))}
+
+
+def _device_label(device: str, threads: int) -> str:
+    if device == "cuda":
+        return "cuda"
+    import platform
+
+    return f"cpu ({platform.processor() or platform.machine()}), {threads} thread(s)"
+
+
+def _no_timing_reason(mode: str, options: EvalOptions) -> str:
+    if mode == "interpret":
+        return "timing unavailable: no GPU, so the Triton kernels ran in the interpreter (correctness only)"
+    if not options.timing:
+        return "timing disabled by the caller"
+    return "timing unavailable"
+
+
+def trim_log(log: str, max_lines: int = 30) -> str:
+    """The compiler lines that matter: errors first, with the line after each for context."""
+    lines = [ln for ln in log.splitlines() if ln.strip()]
+    important = [i for i, ln in enumerate(lines) if "error" in ln.lower()]
+    if not important:
+        return "\n".join(lines[-max_lines:])
+    keep: list[int] = []
+    for i in important:
+        for j in (i, i + 1, i + 2):
+            if j < len(lines) and j not in keep:
+                keep.append(j)
+    return "\n".join(lines[j] for j in keep[:max_lines])
