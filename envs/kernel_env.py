@@ -57,7 +57,7 @@ from kernelgym.tasks.cpu_size import with_cpu_size
 
 def shared_pool():
     """This process's default evaluation pool (every env of the process shares it)."""
-    from kernelgym.evaluation import default_pool
+    from kernelgym.workers.pool import default_pool
 
     return default_pool()
 

@@ -15,7 +15,7 @@ from kernelgym.errors import KernelGymError
 from kernelgym.tasks import Task, TaskSet
 
 _LAZY = {
-    "evaluate": "kernelgym.evaluation",
+    "evaluate": "kernelgym.workers.evaluate",
     "EvalResult": "kernelgym.evaluation.result",
     "Verdict": "kernelgym.evaluation.result",
     "EvalOptions": "kernelgym.evaluation.options",

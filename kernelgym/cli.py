@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import typer
@@ -316,25 +317,23 @@ def baseline_command(
 @app.command("examples")
 def examples_command(
     backend: str = typer.Option("cpp", "--backend"),
+    suite: str = typer.Option("bundled", "--suite", help="bundled, backward or curriculum"),
     size: str | None = typer.Option(None, "--size"),
     with_cheats: bool = typer.Option(False, "--with-cheats", help="also judge the bundled cheating examples"),
+    only: list[str] = typer.Option([], "--only", help="task ids to judge (default: all of the suite's)"),
     workers: int = typer.Option(2, "--workers"),
     as_json: bool = JsonOpt,
 ) -> None:
-    """Judge the bundled example solutions for a backend (and, with --with-cheats, some cheats)."""
+    """Judge a suite's example solutions for a backend (and, with --with-cheats, some cheats)."""
     from kernelgym.evaluation.rules import Reason
-    from kernelgym.solutions import cheats, examples
-    from kernelgym.tasks import bundled
     from kernelgym.workers.pool import EvalPool
 
-    suite = bundled()
-    entries = examples(backend) + (cheats(backend) if with_cheats else [])
+    entries = [e for e in _example_entries(suite, backend, with_cheats) if not only or e.task_id in only]
     if not entries:
-        _fail(f"no bundled example solutions for backend {backend!r}")
+        _fail(f"no example solutions of suite {suite!r} for backend {backend!r}")
     table = Table("task", "solution", "verdict", "speedup", "95% CI", "wall s")
     with EvalPool(workers=workers) as pool:
-        futures = [(e, pool.submit(suite.get(e.task_id), e.source, backend=backend, size=size))
-                   for e in entries]
+        futures = [(e, pool.submit(e.task, e.source, backend=backend, size=size)) for e in entries]
         with console.status(f"judging {len(entries)} solutions ..."):
             rows = [(e, f.result()) for e, f in futures]
     for entry, result in rows:
@@ -357,6 +356,35 @@ def examples_command(
         console.print(f"{sum(r.ok for r in honest)}/{len(honest)} examples correct, "
                       f"{sum(bool(r.verified_speedup) for r in honest)} with a verified speedup; "
                       f"{len(caught)}/{len(rows) - len(honest)} cheats rejected")
+
+
+@dataclass(frozen=True)
+class _Example:
+    task: object  # a Task
+    source: str
+    path: str  # where the solution came from (a file, or the generator that wrote it)
+    cheat: str | None = None
+
+    @property
+    def task_id(self) -> str:
+        return self.task.id
+
+
+def _example_entries(suite: str, backend: str, with_cheats: bool) -> list[_Example]:
+    """A suite's honest example solutions (and the bundled cheats), each with its task."""
+    if suite == "curriculum":
+        from kernelgym.tasks.curriculum import curriculum
+
+        return [_Example(c.task, c.solutions[backend], f"curriculum.{backend}_solution({c.op.name})")
+                for c in curriculum() if backend in c.solutions]
+    from kernelgym.solutions import cheats, examples
+    from kernelgym.tasks import bundled, bundled_backward
+
+    if suite not in ("bundled", "backward"):
+        _fail(f"unknown suite {suite!r}: bundled, backward or curriculum")
+    tasks = bundled() if suite == "bundled" else bundled_backward()
+    found = examples(backend, suite=suite) + (cheats(backend) if with_cheats and suite == "bundled" else [])
+    return [_Example(tasks.get(e.task_id), e.source, str(e.path), e.cheat) for e in found]
 
 
 @app.command("view")

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelgym.agents.davinci.config import ROLES, BackboneConfig
+from kernelgym.agents.policies.hf import resolve_model_path
 from kernelgym.errors import ConfigError
 
 META_FILE = "davinci.json"  # written next to a saved backbone: the base it extends and its adapters
@@ -45,16 +46,6 @@ class Generated:
     finish_reason: str  # "stop" or "length"
     temperature: float = 1.0  # what the completion was sampled with (0: greedy)
     top_p: float = 1.0
-
-
-def resolve_model_path(spec: str) -> str:
-    if spec == "smollm2":
-        from kernelgym.agents.policies.hf import smollm2_path
-
-        return str(smollm2_path())
-    if not Path(spec).expanduser().exists():
-        raise ConfigError(f"model {spec!r}: no such folder (give 'smollm2' or a checkpoint folder)")
-    return str(Path(spec).expanduser())
 
 
 class Backbone:

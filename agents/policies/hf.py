@@ -225,8 +225,6 @@ def load_adapted(folder: str | os.PathLike, dtype: str = "float32", role: str = 
         raise ConfigError(f"{path}: no {role!r} adapter at {adapter}")
     from peft import PeftModel
 
-    from kernelgym.agents.davinci.backbone import resolve_model_path
-
     base_path = resolve_model_path(base)
     model = AutoModelForCausalLM.from_pretrained(base_path, dtype=getattr(torch, dtype))
     model = PeftModel.from_pretrained(model, str(adapter)).merge_and_unload()
@@ -358,3 +356,12 @@ def strip_quantization_config(folder: Path) -> None:
 
 def smollm2_policy(sampling: SamplingConfig | None = None, **kwargs: Any) -> HFPolicy:
     return HFPolicy(str(smollm2_path()), sampling=sampling or SMOLLM2_SAMPLING, name="smollm2", **kwargs)
+
+
+def resolve_model_path(spec: str) -> str:
+    """A model spec as a folder: 'smollm2' is the offline copy (converted on first use), else a folder."""
+    if spec == "smollm2":
+        return str(smollm2_path())
+    if not Path(spec).expanduser().exists():
+        raise ConfigError(f"model {spec!r}: no such folder (give 'smollm2' or a checkpoint folder)")
+    return str(Path(spec).expanduser())

@@ -222,7 +222,7 @@ class RayEvalPool:
         return self
 
     def __reduce__(self):
-        from kernelgym.evaluation import default_pool
+        from kernelgym.workers.pool import default_pool
 
         return (default_pool, ())
 

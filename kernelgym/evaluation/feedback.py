@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from kernelgym.evaluation.result import EvalResult, Verdict
+from typing import TYPE_CHECKING
+
+from kernelgym.evaluation.verdict import Verdict
+
+if TYPE_CHECKING:
+    from kernelgym.evaluation.result import EvalResult
 
 _HEADLINES = {
     Verdict.OK: "Correct.",

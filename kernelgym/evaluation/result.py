@@ -9,23 +9,11 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
-from enum import Enum
 from typing import Any
 
-
-class Verdict(str, Enum):
-    OK = "ok"
-    NO_CODE = "no_code"  # the reply held no solution module: nothing was judged
-    COMPILE_ERROR = "compile_error"
-    RUNTIME_ERROR = "runtime_error"
-    INCORRECT = "incorrect"
-    HACK = "hack"
-    TIMEOUT = "timeout"
-    CRASH = "crash"
-    INFRASTRUCTURE_ERROR = "infrastructure_error"  # the judge failed, not the candidate: not judged
-
-    def __str__(self) -> str:
-        return self.value
+from kernelgym.evaluation.feedback import render_feedback
+from kernelgym.evaluation.rules import Reason
+from kernelgym.evaluation.verdict import Verdict
 
 
 @dataclass
@@ -236,14 +224,10 @@ class EvalResult:
         )
 
     def to_feedback(self, max_chars: int = 4000) -> str:
-        from kernelgym.evaluation.feedback import render_feedback
-
         return render_feedback(self, max_chars)
 
 
-def _reason(text: str):
-    from kernelgym.evaluation.rules import Reason
-
+def _reason(text: str) -> Reason:
     return Reason.parse(text)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kernelgym.evaluation.result import Verdict
+from kernelgym.evaluation.verdict import Verdict
 
 
 @dataclass(frozen=True)

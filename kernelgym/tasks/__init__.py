@@ -8,9 +8,8 @@ from kernelgym.tasks.loaders import (
     kernelbench,
     load_suite,
     resolve_task,
-    task_from_source,
 )
-from kernelgym.tasks.task import Task, content_hash
+from kernelgym.tasks.task import Task, content_hash, task_from_source
 from kernelgym.tasks.taskset import TaskSet
 
 __all__ = [

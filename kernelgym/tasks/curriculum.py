@@ -41,8 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelgym.errors import ConfigError
-from kernelgym.tasks.loaders import task_from_source
-from kernelgym.tasks.task import Task
+from kernelgym.tasks.task import Task, task_from_source
 
 SUITE = "curriculum"
 HELDOUT_FRACTION = 1 / 3
@@ -711,20 +710,9 @@ def success_rates(sampler: SuccessSampler) -> dict[str, float]:
     return {t: sum(h) / len(h) for t, h in sampler.history.items() if h}
 
 
-def judge_solutions(backend: str = "cpp", size: str = "cpu", names: Sequence[str] = (), workers: int = 2,
-                    **options) -> list[tuple[CurriculumTask, Any]]:
-    """Every (or the named) task's honest solution through the real judge: [(task, EvalResult)]."""
-    from kernelgym.workers.pool import EvalPool
-
-    items = [i for i in curriculum() if not names or i.op.name in names]
-    with EvalPool(workers=workers) as pool:
-        futures = [(i, pool.submit(i.task, i.solutions[backend], backend=backend, size=size, **options))
-                   for i in items]
-        return [(i, f.result()) for i, f in futures]
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m kernelgym.tasks.curriculum write DIR` | `judge [--backend B] [--size S] [NAME ...]`."""
+    """`python -m kernelgym.tasks.curriculum write DIR` (to judge its solutions:
+    `kernelgym examples --suite curriculum --size cpu`)."""
     import argparse
 
     parser = argparse.ArgumentParser(prog="python -m kernelgym.tasks.curriculum",
@@ -732,29 +720,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     write = sub.add_parser("write", help="write the task files, solutions and splits.json")
     write.add_argument("folder")
-    judge = sub.add_parser("judge", help="judge the honest solutions with the real judge")
-    judge.add_argument("names", nargs="*", help="op names (default: all)")
-    judge.add_argument("--backend", default="cpp", choices=BACKENDS)
-    judge.add_argument("--size", default="cpu")
-    judge.add_argument("--workers", type=int, default=2)
-    judge.add_argument("--timing-trials", type=int, default=10)
     args = parser.parse_args(argv)
-    if args.command == "write":
-        print(write_curriculum(args.folder))
-        return 0
-    results = judge_solutions(args.backend, args.size, args.names, args.workers,
-                              timing_trials=args.timing_trials, profile=False)
-    for item, result in results:
-        speedup = result.speedup if result.speedup is not None else float("nan")
-        print(f"{item.id:36s} {item.split:8s} d{item.difficulty} {result.verdict!s:14s} {speedup:.3f}")
-    ok = sum(str(r.verdict) == "ok" for _, r in results)
-    print(f"{ok} of {len(results)} ok")
-    return 0 if ok == len(results) else 1
+    print(write_curriculum(args.folder))
+    return 0
 
 
 
 __all__ = ["BACKENDS", "SUITE", "CurriculumTask", "Op", "SuccessSampler", "cpp_solution", "curriculum",
-           "curriculum_tasks", "heldout_ids", "judge_solutions", "main", "ops", "splits", "success_rates",
+           "curriculum_tasks", "heldout_ids", "main", "ops", "splits", "success_rates",
            "task_source", "train_ids", "triton_solution", "write_curriculum"]
 
 

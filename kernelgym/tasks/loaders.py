@@ -8,65 +8,12 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from kernelgym.errors import SuiteUnavailableError, TaskFormatError, TaskNotFoundError
-from kernelgym.tasks.categories import guess_category
-from kernelgym.tasks.task import Task, read_metadata
+from kernelgym.errors import SuiteUnavailableError, TaskNotFoundError
+from kernelgym.tasks.task import FILE_NAME, Task, task_from_source
 from kernelgym.tasks.taskset import TaskSet
 
 LEVELS = (1, 2, 3)
 HF_DATASET = "ScalingIntelligence/KernelBench"
-_FILE_NAME = re.compile(r"^(?P<pid>\d+)_(?P<name>.+)\.py$")
-
-
-def task_from_source(
-    source: str, *, suite: str, level: int, file_name: str, path: str | None = None,
-    problem_id: int | None = None
-) -> Task:
-    """Build a Task from a KernelBench-format module's text; the metadata literal, if any, fills the rest."""
-    stem = file_name.removesuffix(".py")
-    match = _FILE_NAME.match(stem + ".py")
-    pid = problem_id if problem_id is not None else int(match["pid"]) if match else 0
-    name = match["name"] if match else stem
-    meta = read_metadata(source, origin=path or file_name)
-    sizes = dict(meta.get("sizes", {}))
-    _check_sizes(sizes, path or file_name)
-    shape_limits = dict(meta.get("shapes", {}))
-    _check_shape_limits(shape_limits, path or file_name)
-    return Task(
-        id=f"{suite}/L{level}/{pid}_{name}",
-        suite=suite,
-        level=level,
-        problem_id=pid,
-        name=name,
-        category=str(meta.get("category") or guess_category(name, level)),
-        source=source,
-        path=path,
-        dtype=str(meta.get("dtype", "float32")),
-        atol=meta.get("atol"),
-        rtol=meta.get("rtol"),
-        sizes=sizes,
-        perturb=str(meta.get("perturb", "signed")),
-        shape_limits=shape_limits,
-        backward=bool(meta.get("backward", False)),
-    )
-
-
-def _check_sizes(sizes: dict[str, Any], origin: str) -> None:
-    for size, constants in sizes.items():
-        if size not in ("cpu", "gpu") or not isinstance(constants, dict):
-            raise TaskFormatError(f"{origin}: sizes must map 'cpu'/'gpu' to dicts of constants")
-
-
-def _check_shape_limits(limits: dict[str, Any], origin: str) -> None:
-    for size, constants in limits.items():
-        if size not in ("cpu", "gpu") or not isinstance(constants, dict):
-            raise TaskFormatError(f"{origin}: shapes must map 'cpu'/'gpu' to dicts of constant limits")
-        for name, bounds in constants.items():
-            ok = (isinstance(bounds, list | tuple) and len(bounds) in (2, 3)
-                  and all(isinstance(b, int) and b >= 1 for b in bounds) and bounds[0] <= bounds[1])
-            if not ok:
-                raise TaskFormatError(f"{origin}: shapes[{size!r}][{name!r}] must be [low, high] or "
-                                      "[low, high, step] of positive integers, low <= high")
 
 
 def _folder_tasks(folder: Path, suite: str, level: int) -> list[Task]:
@@ -79,7 +26,7 @@ def _folder_tasks(folder: Path, suite: str, level: int) -> list[Task]:
 
 
 def _sort_key(file_name: str) -> tuple[int, str]:
-    match = _FILE_NAME.match(file_name)
+    match = FILE_NAME.match(file_name)
     return (int(match["pid"]), file_name) if match else (10**9, file_name)
 
 
@@ -153,7 +100,7 @@ def from_hf_dataset(dataset: Any = None, level: int | None = None) -> TaskSet:
             for row in split:
                 pid, name = int(row["problem_id"]), str(row["name"])
                 stem = name.removesuffix(".py")
-                file_name = f"{stem}.py" if _FILE_NAME.match(f"{stem}.py") else f"{pid}_{stem}.py"
+                file_name = f"{stem}.py" if FILE_NAME.match(f"{stem}.py") else f"{pid}_{stem}.py"
                 tasks.append(
                     task_from_source(
                         row["code"], suite="kernelbench", level=int(row["level"]), file_name=file_name,

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
 from kernelgym.errors import TaskFormatError
+from kernelgym.tasks.categories import guess_category
+
+FILE_NAME = re.compile(r"^(?P<pid>\d+)_(?P<name>.+)\.py$")  # KernelBench's `<id>_<Name>.py`
 
 # Keys of the optional top-level `KERNELGYM = {...}` dict in a task file (read with literal_eval, never run).
 METADATA_NAME = "KERNELGYM"
@@ -181,3 +185,54 @@ def draw_shape_variant(source: str, limits: dict[str, list[int]], rng) -> dict[s
         others = [v for v in choices if v != shown.get(name)]
         variant[name] = rng.choice(others or choices)
     return variant
+
+
+def task_from_source(
+    source: str, *, suite: str, level: int, file_name: str, path: str | None = None,
+    problem_id: int | None = None
+) -> Task:
+    """Build a Task from a KernelBench-format module's text; the metadata literal, if any, fills the rest."""
+    stem = file_name.removesuffix(".py")
+    match = FILE_NAME.match(stem + ".py")
+    pid = problem_id if problem_id is not None else int(match["pid"]) if match else 0
+    name = match["name"] if match else stem
+    meta = read_metadata(source, origin=path or file_name)
+    sizes = dict(meta.get("sizes", {}))
+    _check_sizes(sizes, path or file_name)
+    shape_limits = dict(meta.get("shapes", {}))
+    _check_shape_limits(shape_limits, path or file_name)
+    return Task(
+        id=f"{suite}/L{level}/{pid}_{name}",
+        suite=suite,
+        level=level,
+        problem_id=pid,
+        name=name,
+        category=str(meta.get("category") or guess_category(name, level)),
+        source=source,
+        path=path,
+        dtype=str(meta.get("dtype", "float32")),
+        atol=meta.get("atol"),
+        rtol=meta.get("rtol"),
+        sizes=sizes,
+        perturb=str(meta.get("perturb", "signed")),
+        shape_limits=shape_limits,
+        backward=bool(meta.get("backward", False)),
+    )
+
+
+def _check_sizes(sizes: dict[str, Any], origin: str) -> None:
+    for size, constants in sizes.items():
+        if size not in ("cpu", "gpu") or not isinstance(constants, dict):
+            raise TaskFormatError(f"{origin}: sizes must map 'cpu'/'gpu' to dicts of constants")
+
+
+def _check_shape_limits(limits: dict[str, Any], origin: str) -> None:
+    for size, constants in limits.items():
+        if size not in ("cpu", "gpu") or not isinstance(constants, dict):
+            raise TaskFormatError(f"{origin}: shapes must map 'cpu'/'gpu' to dicts of constant limits")
+        for name, bounds in constants.items():
+            ok = (isinstance(bounds, list | tuple) and len(bounds) in (2, 3)
+                  and all(isinstance(b, int) and b >= 1 for b in bounds) and bounds[0] <= bounds[1])
+            if not ok:
+                raise TaskFormatError(f"{origin}: shapes[{size!r}][{name!r}] must be [low, high] or "
+                                      "[low, high, step] of positive integers, low <= high")

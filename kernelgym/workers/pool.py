@@ -11,6 +11,7 @@ the evaluation runs again on a fresh worker, up to `PoolConfig.infra_retries` ti
 
 from __future__ import annotations
 
+import atexit
 import os
 import queue
 import shutil
@@ -443,8 +444,6 @@ class EvalPool:
         return self
 
     def __reduce__(self):
-        from kernelgym.evaluation import default_pool
-
         return (default_pool, ())
 
     def __del__(self):
@@ -495,3 +494,31 @@ def _gpu_count() -> int:
         return torch.cuda.device_count()
     except Exception:  # noqa: BLE001 - a broken driver is no GPU for choosing defaults
         return 0
+
+
+# the process-wide pool -----------------------------------------------------------------------------------
+
+_default_pool = None
+_default_lock = threading.Lock()
+
+
+def _forget_inherited_pool() -> None:
+    # A forked child (e.g. an AsyncVectorEnv worker) inherits this object, whose sockets lead to the parent's
+    # workers: it must start its own pool (and the lock may have been held at the fork).
+    global _default_pool, _default_lock
+    _default_pool = None
+    _default_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_inherited_pool)
+
+
+def default_pool():
+    """The process-wide pool that `evaluate()` and the environments share (created on first use)."""
+    global _default_pool
+    with _default_lock:
+        if _default_pool is None or _default_pool._closed:
+            _default_pool = EvalPool()
+            atexit.register(_default_pool.close)
+        return _default_pool

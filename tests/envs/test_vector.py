@@ -74,9 +74,9 @@ def test_async_vector_env(relu_source, kernelbench_root):
 
 
 def _child_pool_state(queue):
-    from kernelgym import evaluation
+    from kernelgym.workers import pool
 
-    inherited = evaluation._default_pool
+    inherited = pool._default_pool
     queue.put(inherited is None)
 
 
