@@ -16,7 +16,7 @@ import os
 import time
 
 STEPS = ["numpy", "kernelgym.evaluation.profile", "kernelgym.evaluation.compare", "torch.profiler",
-         "torch.utils.cpp_extension", "torch.utils.flop_counter", "torch._dynamo", "triton",
+         "torch.utils.cpp_extension", "triton",
          "triton.language"]
 
 

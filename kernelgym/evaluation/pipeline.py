@@ -32,7 +32,7 @@ class Pipeline:
 
     def __init__(self, work_root: str, sandbox: SandboxConfig, has_gpu: bool, slot: int = 0):
         from kernelgym.evaluation.baselines import BaselineCache
-        from kernelgym.evaluation.roofline import PeaksCache
+        from kernelgym.evaluation.roofline import CostCache, PeaksCache
 
         self.work_root = work_root
         self.sandbox = sandbox
@@ -40,6 +40,7 @@ class Pipeline:
         self.slot = slot  # the worker's index in its pool: concurrent workers time on different cores
         self.baselines = BaselineCache(kernels.cache_root() / "baselines.json")
         self.peaks = PeaksCache(kernels.cache_root() / "peaks.json")
+        self.costs = CostCache(kernels.cache_root() / "task_costs.json")
 
     def run(self, job: EvalJob) -> EvalResult:
         started = time.monotonic()
@@ -113,6 +114,11 @@ class Pipeline:
         key = self.fingerprint(device, threads)
         return key if dtype == "float32" else f"{key}|{dtype}"
 
+    def cost_key(self, job: EvalJob) -> str:
+        from kernelgym.tasks.task import content_hash
+
+        return f"{content_hash(job.task_source)[:24]}|{job.dtype}|{'backward' if job.backward else 'forward'}"
+
     def fingerprint(self, device: str, threads: int) -> str:
         from kernelgym.evaluation.baselines import fingerprint
 
@@ -123,11 +129,13 @@ class Pipeline:
 
         options = job.options
         peaks = self.peaks.get(self.peaks_key(device, options.threads, job.dtype))
+        cost = self.costs.get(self.cost_key(job))
         return ChildJob(
             task_source=job.task_source, solution_source=job.solution_source, backend=job.backend,
             device=device,
             mode=mode, dtype=job.dtype, init_seed=seed_source.randrange(2**31), perturb=job.perturb,
             threads=options.threads, cached_peaks=asdict(peaks) if peaks else None,
+            cached_cost=asdict(cost) if cost else None,
             timing_config=TimingConfig(trials=options.timing_trials, budget_s=options.timing_budget_s,
                                        subtract_sync_cost=options.subtract_sync_cost),
             backward=job.backward,

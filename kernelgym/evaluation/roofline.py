@@ -92,3 +92,19 @@ class PeaksCache(JsonCache):
 
     def put(self, key: str, peaks: Peaks) -> None:
         self.put_raw(key, asdict(peaks))
+
+
+class CostCache(JsonCache):
+    """A task's counted FLOPs and bytes, per task source (at its size), dtype and pass: counting them runs the
+    FLOP counter, whose first use in a process imports torch._dynamo (about a second), so each task is counted
+    once per machine."""
+
+    def get(self, key: str) -> TaskCost | None:
+        data = self.get_raw(key)
+        try:
+            return TaskCost(**data) if isinstance(data, dict) else None
+        except TypeError:
+            return None
+
+    def put(self, key: str, cost: TaskCost) -> None:
+        self.put_raw(key, asdict(cost))

@@ -175,12 +175,18 @@ class Evaluation:
         for part, seconds in (msg.startup_s or {}).items():
             if isinstance(seconds, int | float):
                 self.result.stage_s[f"reference_{part}"] = round(float(seconds), 3)
-        if msg.peaks and not self.child_job.cached_peaks:
-            from kernelgym.evaluation.roofline import Peaks
-
-            key = self.pipeline.peaks_key(self.device, self.options.threads, self.job.dtype)
-            self.pipeline.peaks.put(key, Peaks(**msg.peaks))
+        self._remember_roofline(msg)
         self.result.stage_s["reference"] = round(time.monotonic() - started, 3)
+
+    def _remember_roofline(self, ready: m.Ready) -> None:
+        """The machine's peaks and the task's counted cost, for every later evaluation on this machine."""
+        from kernelgym.evaluation.roofline import Peaks, TaskCost
+
+        if ready.peaks and not self.child_job.cached_peaks:
+            key = self.pipeline.peaks_key(self.device, self.options.threads, self.job.dtype)
+            self.pipeline.peaks.put(key, Peaks(**ready.peaks))
+        if ready.flops is not None and not self.child_job.cached_cost:
+            self.pipeline.costs.put(self.pipeline.cost_key(self.job), TaskCost(ready.flops, ready.min_bytes))
 
     # sending: a dead candidate is its own crash; a dead reference is the judge's failure -------------------
     def to_candidate(self, message: m.Message, fds=()) -> None:

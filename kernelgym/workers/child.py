@@ -42,6 +42,7 @@ class ChildJob:
     threads: int = 1
     roofline: bool = True  # the reference process reports the task's FLOPs and bytes (and peaks, if asked)
     cached_peaks: dict | None = None
+    cached_cost: dict | None = None  # the task's FLOPs and bytes, counted in an earlier evaluation
     timing_config: timing_mod.TimingConfig = field(default_factory=timing_mod.TimingConfig)
     compile_baseline: bool = False
     trial_seeds: list[int] = field(default_factory=list)  # baselines only

@@ -327,8 +327,11 @@ def _roofline_facts(job: ChildJob, model, inputs, outputs) -> dict:
     from kernelgym.evaluation import roofline
 
     try:
-        backward_inputs = int(inputs[-1]) + 1 if job.backward else 0  # the upstream gradients and their count
-        cost = roofline.task_cost(model, inputs, outputs, backward_inputs)
+        if job.cached_cost:
+            cost = roofline.TaskCost(**job.cached_cost)
+        else:
+            backward_inputs = int(inputs[-1]) + 1 if job.backward else 0  # the upstream gradients, counted
+            cost = roofline.task_cost(model, inputs, outputs, backward_inputs)
         peaks = job.cached_peaks or asdict(roofline.measure_peaks(job.device, job.dtype))
         return {"flops": cost.flops, "min_bytes": cost.min_bytes, "peaks": peaks}
     except Exception:  # noqa: BLE001 - a task the counter cannot trace: the result simply has no roofline

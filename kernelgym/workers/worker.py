@@ -91,10 +91,10 @@ def _preimport(has_gpu: bool) -> None:
     """
     import importlib
 
+    # Not the FLOP counter (whose first use imports torch._dynamo, about a second): a task's FLOPs and bytes
+    # are counted once per machine and cached (roofline.CostCache), so few evaluations need it.
     names = ["numpy", "kernelgym.evaluation.profile", "kernelgym.evaluation.compare",
-             "torch.utils._python_dispatch", "torch.profiler", "torch.utils.cpp_extension",
-             # the FLOP counter's first use imports torch._dynamo: about 1.5 s in every evaluation otherwise
-             "torch.utils.flop_counter", "torch._dynamo"]
+             "torch.utils._python_dispatch", "torch.profiler", "torch.utils.cpp_extension"]
     if not has_gpu:
         # Without a GPU, Triton can only interpret; the flag must be set before Triton is first imported.
         os.environ["TRITON_INTERPRET"] = "1"
@@ -110,8 +110,11 @@ def _preimport(has_gpu: bool) -> None:
         from kernelgym.workers.triton_warm import warm_compiler
 
         warm_compiler()
+        return  # the GPU profile is torch.profiler's: the dispatch mode below serves CPU evaluations
     from kernelgym.evaluation.profile import warm_up
 
+    # The op timer's first use in a process imports torch._dynamo (about a second); paid here once rather
+    # than in every CPU evaluation whose samples are too few to decide.
     warm_up()
 
 

@@ -30,3 +30,29 @@ def test_evaluation_reports_its_place_on_the_roofline(pool):
     assert timing.bound == "compute" and timing.flops > 0 and timing.floor_ms > 0
     assert timing.roofline_fraction == round(timing.floor_ms / timing.candidate.median_ms, 4)
     assert "of roofline" in result.to_feedback()
+
+
+def test_a_tasks_counted_cost_is_kept_for_later_evaluations(pool):
+    """Counting a task's FLOPs runs the FLOP counter, whose first use in a process imports torch._dynamo:
+    the worker no longer preloads it, so the count is made once per task and machine and then read from the
+    cache. A cache entry changed by hand shows in the next evaluation (so the count was not made again)."""
+    import json
+
+    from kernelgym import kernels
+
+    example = next(e for e in examples("cpp") if "Matmul" in e.task_id)
+    task = bundled().get(example.task_id)
+    first = pool.evaluate(task, example.source, backend="cpp")
+    assert first.verdict is Verdict.OK, first.reasons
+    path = kernels.cache_root() / "task_costs.json"
+    saved = path.read_text()
+    entries = json.loads(saved)
+    counted = [k for k, v in entries.items() if v["flops"] == first.timing.flops]
+    assert counted, entries
+    try:
+        path.write_text(json.dumps({**entries, **{k: {**entries[k], "flops": 3 * first.timing.flops}
+                                                 for k in counted}}))
+        again = pool.evaluate(task, example.source, backend="cpp")
+        assert again.timing.flops == 3 * first.timing.flops
+    finally:
+        path.write_text(saved)
