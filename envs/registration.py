@@ -24,7 +24,7 @@ FAMILIES = {"KernelBench": "kernelbench", "KernelGym": "bundled"}
 
 
 # Ids over a whole suite (every level): id -> suite.
-SUITE_IDS = {"KernelGym-Backward-v0": "backward"}
+SUITE_IDS = {"KernelGym-Backward-v0": "backward", "KernelGym-Curriculum-v0": "curriculum"}
 
 
 def env_ids() -> list[str]:

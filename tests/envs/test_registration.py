@@ -20,7 +20,7 @@ def make(env_id: str, kernelbench_root, **kwargs) -> gym.Env:
     kwargs.setdefault("backend", "cpp")
     if env_id.startswith("KernelBench"):
         return gym.make(env_id, kernelbench_root=str(kernelbench_root), **kwargs)
-    if "-L" not in env_id:  # a whole suite's id (KernelGym-Backward-v0)
+    if "-L" not in env_id:  # a whole suite's id (KernelGym-Backward-v0, KernelGym-Curriculum-v0)
         return gym.make(env_id, **kwargs)
     level = int(env_id.split("-L")[1][0])
     if not len(bundled(level)):
@@ -34,8 +34,9 @@ def test_ids_are_registered_once():
     assert register_envs() == env_ids()
     assert len(gym.registry) == before
     assert set(env_ids()) <= set(gym.registry)
+    whole_suites = ["KernelGym-Backward-v0", "KernelGym-Curriculum-v0"]
     assert sorted(env_ids()) == sorted([f"{f}-L{n}-v0" for f in ("KernelBench", "KernelGym")
-                                        for n in (1, 2, 3)] + ["KernelGym-Backward-v0"])
+                                        for n in (1, 2, 3)] + whole_suites)
 
 
 @pytest.mark.parametrize("env_id", env_ids())
