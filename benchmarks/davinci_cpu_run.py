@@ -50,6 +50,7 @@ def evaluate(backbone, pool, tokens: int) -> dict:
         runner.close()
     out = episode_metrics([trajs])
     out["verdicts"] = {t.task_id: t.verdicts for t in trajs}
+    out["best_verified_speedups"] = {t.task_id: t.best_verified_speedup for t in trajs}
     out["wall_s"] = round(time.monotonic() - t0, 1)
     return out
 

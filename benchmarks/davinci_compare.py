@@ -1,0 +1,90 @@
+"""Held-out results of daVinci learning runs, phase against phase, with intervals (issue 29's protocol).
+
+    python benchmarks/davinci_compare.py RUN_DIR [RUN_DIR ...] [--resamples 10000]
+
+Each RUN_DIR holds the `results.json` that `davinci_cpu_run.py` writes (phases `before_sft`, `after_sft`,
+`after_rl`; a run started `--from-sft` carries the earlier run's first two). Prints, per phase, the compile
+rate, the correct rate and fast_1 over the held-out tasks with 95% Wilson intervals, then each later phase
+against the one before it on the same tasks: the correct rate's difference with a paired bootstrap interval
+over tasks, and the exact McNemar test on the tasks whose verdict changed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import math
+import random
+from pathlib import Path
+
+PHASES = ("before_sft", "after_sft", "after_rl")
+
+
+def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    if n == 0:
+        return 0.0, 0.0
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def correct_by_task(phase: dict) -> dict[str, int]:
+    """1 where the held-out task's greedy episode ended `ok` (its last judged turn), else 0."""
+    return {task: int(bool(seen) and seen[-1] == "ok") for task, seen in phase["verdicts"].items()}
+
+
+def paired_bootstrap(before: dict[str, int], after: dict[str, int], resamples: int,
+                     seed: int = 0) -> tuple[float, float, float]:
+    """The correct rate's difference (after - before) and its 95% percentile interval, resampling tasks."""
+    tasks = sorted(before.keys() & after.keys())
+    diffs = [after[t] - before[t] for t in tasks]
+    rng = random.Random(seed)
+    means = sorted(sum(rng.choice(diffs) for _ in diffs) / len(diffs) for _ in range(resamples))
+    return sum(diffs) / len(diffs), means[int(0.025 * resamples)], means[int(0.975 * resamples) - 1]
+
+
+def mcnemar_exact(before: dict[str, int], after: dict[str, int]) -> tuple[int, int, float]:
+    """(tasks gained, tasks lost, two-sided exact p) over the tasks whose verdict changed."""
+    tasks = before.keys() & after.keys()
+    gained = sum(after[t] > before[t] for t in tasks)
+    lost = sum(after[t] < before[t] for t in tasks)
+    n = gained + lost
+    if n == 0:
+        return 0, 0, 1.0
+    tail = sum(math.comb(n, k) for k in range(min(gained, lost) + 1)) / 2 ** n
+    return gained, lost, min(1.0, 2 * tail)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("runs", nargs="+")
+    parser.add_argument("--resamples", type=int, default=10000)
+    args = parser.parse_args()
+    for run in args.runs:
+        results = json.loads((Path(run) / "results.json").read_text())
+        phases = [p for p in PHASES if isinstance(results.get(p), dict) and results[p].get("verdicts")]
+        n = len(results["held_out"])
+        print(f"\n{run}: {n} held-out tasks\n")
+        print("| phase | compile rate | correct rate (95% Wilson) | fast_1 (95% Wilson) |")
+        print("| --- | --- | --- | --- |")
+        for phase in phases:
+            data = results[phase]
+            correct = sum(correct_by_task(data).values())
+            fast = round(data["fast_1"] * n)
+            lo, hi = wilson(correct, n)
+            flo, fhi = wilson(fast, n)
+            print(f"| {phase} | {data['compile_rate']:.3f} | {correct}/{n} = {correct / n:.3f} "
+                  f"({lo:.2f}-{hi:.2f}) | {fast}/{n} ({flo:.2f}-{fhi:.2f}) |")
+        print()
+        for earlier, later in itertools.pairwise(phases):
+            before, after = correct_by_task(results[earlier]), correct_by_task(results[later])
+            diff, low, high = paired_bootstrap(before, after, args.resamples)
+            gained, lost, p = mcnemar_exact(before, after)
+            print(f"- {later} vs {earlier}: correct rate {diff:+.3f} (paired bootstrap 95% {low:+.3f} to "
+                  f"{high:+.3f}); tasks gained {gained}, lost {lost} (exact McNemar p = {p:.3f})")
+
+
+if __name__ == "__main__":
+    main()
