@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Everything kernelgym runs on the H200 host, in one call: the gpu tests, the GPU benchmarks and a replay bench.
-#   bash benchmarks/gpu_run.sh [STEP ...]     steps: env tests results bench (default: all)
+#   bash benchmarks/gpu_run.sh [STEP ...]     steps: env tests results bench (default: all), pending
+# `pending` is what the CPU sessions changed and could not confirm on a GPU (about 4 minutes): the task
+# options' GPU test, a worker's start and `kernelgym eval`'s whole command, the reference's start-up parts
+# with and without the cached task cost, and (with KERNELBENCH_ROOT) the judge phase of cold_build_gpu.py.
 # Knobs: TESTS_K (a pytest -k filter), TESTS_S / RESULTS_S / BENCH_S (step time limits), REPEATS, PHASES (of
 # gpu_results.py), BENCH_BACKENDS.
 # One device call runs at most 10 minutes: run `env tests` in one call and `env results bench` in the next.
@@ -38,5 +41,25 @@ if has bench; then
     echo "bench $backend rc=$?" | tee -a "$OUT/steps.log"
   done
   tar -czf "$OUT/bench.tgz" -C /tmp $(for b in ${BENCH_BACKENDS:-triton cuda}; do echo "bench_$b"; done) 2>/dev/null
+fi
+if has pending; then
+  stamp pending
+  now() { python3 -c 'import time; print(f"{time.time():.3f}")'; }
+  timeout 150 python3 -m pytest -m gpu -v -s -p no:cacheprovider tests/gpu/test_task_options_gpu.py > "$OUT/options.log" 2>&1
+  echo "options rc=$?" | tee -a "$OUT/steps.log"; grep -E " FAILED|passed|failed" "$OUT/options.log" | tail -5 | tee -a "$OUT/steps.log"
+  timeout 30 python3 benchmarks/worker_start.py >> "$OUT/pending.log" 2>&1
+  timeout 30 python3 benchmarks/worker_start.py --whole >> "$OUT/pending.log" 2>&1
+  relu=kernelgym/solutions/triton/level1/1_ReLU.py
+  s=$(now); timeout 40 python3 -m kernelgym.cli eval "$relu" --task bundled/L1/1_ReLU --backend triton --size gpu >> "$OUT/pending.log" 2>&1
+  echo "eval cli rc=$? start=$s end=$(now)" | tee -a "$OUT/steps.log"
+  for costs in --forget-costs ""; do
+    timeout 60 python3 benchmarks/timing_parts.py L1/1_ReLU "$relu" 4 --backend triton --parts reference $costs 2>&1 | tail -1 | tee -a "$OUT/steps.log"
+  done
+  timeout 60 python3 benchmarks/timing_parts.py L1/10_Softmax kernelgym/solutions/triton/level1/10_Softmax.py 6 --backend triton 2>&1 | tail -1 | tee -a "$OUT/steps.log"
+  if [[ -n "${KERNELBENCH_ROOT:-}" ]]; then
+    timeout 100 python3 benchmarks/cold_build_gpu.py --kernelbench "$KERNELBENCH_ROOT" --own benchmarks/kb_format_cuda \
+      --only kb_add,kb_tiled_matmul,kb_fuse_gelu --triton 4 --workers 8 --phases judge --timeout-s 90 > "$OUT/judge.log" 2>&1
+    echo "judge rc=$?" | tee -a "$OUT/steps.log"
+  fi
 fi
 stamp done
