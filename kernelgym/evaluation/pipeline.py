@@ -32,15 +32,15 @@ class Pipeline:
 
     def __init__(self, work_root: str, sandbox: SandboxConfig, has_gpu: bool, slot: int = 0):
         from kernelgym.evaluation.baselines import BaselineCache
-        from kernelgym.evaluation.roofline import CostCache, PeaksCache
+        from kernelgym.evaluation.roofline import Peaks, RecordCache, TaskCost
 
         self.work_root = work_root
         self.sandbox = sandbox
         self.has_gpu = has_gpu
         self.slot = slot  # the worker's index in its pool: concurrent workers time on different cores
         self.baselines = BaselineCache(kernels.cache_root() / "baselines.json")
-        self.peaks = PeaksCache(kernels.cache_root() / "peaks.json")
-        self.costs = CostCache(kernels.cache_root() / "task_costs.json")
+        self.peaks = RecordCache(kernels.cache_root() / "peaks.json", Peaks)
+        self.costs = RecordCache(kernels.cache_root() / "task_costs.json", TaskCost)
 
     def run(self, job: EvalJob) -> EvalResult:
         started = time.monotonic()

@@ -80,31 +80,21 @@ def floor_ms(cost: TaskCost, peaks: Peaks) -> tuple[float, str]:
     return (memory_ms, "memory") if memory_ms >= compute_ms else (compute_ms, "compute")
 
 
-class PeaksCache(JsonCache):
-    """Measured peaks per fingerprint."""
+class RecordCache(JsonCache):
+    """One dataclass record per key: the machine's measured peaks per fingerprint (`Peaks`), a task's counted
+    FLOPs and bytes per task source, dtype and pass (`TaskCost`: counting runs the FLOP counter, whose first
+    use in a process imports torch._dynamo, about a second, so each task is counted once per machine)."""
 
-    def get(self, key: str) -> Peaks | None:
+    def __init__(self, path, record: type):
+        super().__init__(path)
+        self.record = record
+
+    def get(self, key: str):
         data = self.get_raw(key)
         try:
-            return Peaks(**data) if isinstance(data, dict) else None
-        except TypeError:
+            return self.record(**data) if isinstance(data, dict) else None
+        except TypeError:  # written by another version of the record
             return None
 
-    def put(self, key: str, peaks: Peaks) -> None:
-        self.put_raw(key, asdict(peaks))
-
-
-class CostCache(JsonCache):
-    """A task's counted FLOPs and bytes, per task source (at its size), dtype and pass: counting them runs the
-    FLOP counter, whose first use in a process imports torch._dynamo (about a second), so each task is counted
-    once per machine."""
-
-    def get(self, key: str) -> TaskCost | None:
-        data = self.get_raw(key)
-        try:
-            return TaskCost(**data) if isinstance(data, dict) else None
-        except TypeError:
-            return None
-
-    def put(self, key: str, cost: TaskCost) -> None:
-        self.put_raw(key, asdict(cost))
+    def put(self, key: str, value) -> None:
+        self.put_raw(key, asdict(value))

@@ -92,7 +92,7 @@ def _preimport(has_gpu: bool) -> None:
     import importlib
 
     # Not the FLOP counter (whose first use imports torch._dynamo, about a second): a task's FLOPs and bytes
-    # are counted once per machine and cached (roofline.CostCache), so few evaluations need it.
+    # are counted once per machine and cached (roofline.RecordCache), so few evaluations need it.
     names = ["numpy", "kernelgym.evaluation.profile", "kernelgym.evaluation.compare",
              "torch.utils._python_dispatch", "torch.profiler", "torch.utils.cpp_extension"]
     if not has_gpu:
