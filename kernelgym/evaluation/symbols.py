@@ -24,7 +24,7 @@ class ElfSymbols:
         self.starts: list[int] = []
         self.ends: list[int] = []
         self.name_offsets: list[int] = []
-        self._strtab = 0
+        self._strtab = self._strtab_size = 0
         with open(path, "rb") as f:
             head = f.read(64)
             if head[:4] != b"\x7fELF" or head[4] != 2 or head[5] != 1:
@@ -48,7 +48,7 @@ class ElfSymbols:
         if table is None:
             return
         _, _, _, _, offset, size, link, _, _, _ = table
-        self._strtab = sections[link][4]
+        self._strtab, self._strtab_size = sections[link][4], sections[link][5]
         f.seek(offset)
         raw = np.frombuffer(f.read(size), dtype=np.dtype([("name", "<u4"), ("info", "u1"), ("other", "u1"),
                                                           ("shndx", "<u2"), ("value", "<u8"),
@@ -69,6 +69,22 @@ class ElfSymbols:
         if i < 0 or vaddr >= self.ends[i]:
             return ""
         return self._name(self.name_offsets[i])
+
+    def file_offsets(self, names) -> dict[str, int]:
+        """The file offset of each named function's first instruction (those the table holds)."""
+        wanted = set(names)
+        with open(self.path, "rb") as f:
+            f.seek(self._strtab)
+            strings = f.read(self._strtab_size)
+        found = {}
+        for start, name_offset in zip(self.starts, self.name_offsets, strict=True):
+            name = strings[name_offset:strings.find(b"\0", name_offset)].decode("ascii", "replace")
+            if name in wanted and name not in found:
+                offset = next((start - va + off for off, size, va in self.loads if va <= start < va + size),
+                              None)
+                if offset is not None:
+                    found[name] = offset
+        return found
 
     @lru_cache(maxsize=65536)  # noqa: B019 - one table per library for the worker's life, by design
     def _name(self, offset: int) -> str:

@@ -1,0 +1,194 @@
+"""Calls of chosen functions of a library by a process's threads, counted by the code that made each call,
+measured from outside the process.
+
+The trusted worker sets a uprobe (a perf event the kernel fires when a thread executes a function's first
+instruction) on each function, for every thread of the target, and has the kernel copy the top of the user
+stack into rings only the worker maps. At a function's entry the word at the stack pointer is the return
+address: it lies in the code that made the call, and is attributed to the file mapped there. Nothing in the
+target's Python can write these records, and no batch needs to look different to it.
+
+The building block for evidence on a GPU that the solution's own code launched the work (docs/threat-model.md,
+"What is still decided inside the candidate's process"): probe the driver's launch entries in libcuda and
+count launches by caller (the solution's own library or Triton launcher against libtorch_cuda or cuBLAS).
+Not wired into the pipeline yet: which entries to probe, and how the CUDA runtime library in between is
+seen, need a GPU to settle. Tested on the CPU with libraries of its own (tests/evaluation/test_call_probe.py).
+
+    probe = CallProbe(pid, "/usr/lib/x86_64-linux-gnu/libcuda.so.1", ["cuLaunchKernel", "cuLaunchKernelEx"])
+    probe.start()                    # False: refused (the reason in `probe.refused`)
+    ...                              # the target runs
+    counts = probe.stop()            # counts.calls_by_caller: {caller's mapped file: calls}
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import fcntl
+import os
+import platform
+import struct
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from kernelgym.evaluation.ip_sampler import (
+    _ATTR_DISABLED,
+    _ATTR_EXCLUDE_HV,
+    _ATTR_EXCLUDE_KERNEL,
+    _REFUSED,
+    _SYSCALL_PERF_EVENT_OPEN,
+    PERF_EVENT_IOC_DISABLE,
+    PERF_EVENT_IOC_ENABLE,
+    PERF_FLAG_FD_CLOEXEC,
+    PERF_RECORD_LOST,
+    PERF_RECORD_SAMPLE,
+    PERF_SAMPLE_IP,
+    PERF_SAMPLE_TID,
+    UNMAPPED,
+    PerfUnavailable,
+    _libc,
+    _PerfEventAttr,
+    _refusal_reason,
+    _Ring,
+    _thread_ids,
+    executable_mappings_at,
+)
+from kernelgym.evaluation.symbols import symbols
+
+PERF_SAMPLE_STACK_USER = 1 << 13
+UPROBE_TYPE_FILE = "/sys/bus/event_source/devices/uprobe/type"
+STACK_BYTES = 16  # the return address is the first word at the stack pointer; a little more costs nothing
+
+
+@dataclass(frozen=True)
+class CallCounts:
+    available: bool
+    reason: str = ""  # why not available, one line
+    calls_by_caller: dict[str, int] = field(default_factory=dict)  # caller's mapped file -> calls
+    calls_by_function: dict[str, int] = field(default_factory=dict)
+    lost: int = 0  # calls the kernel dropped (a ring was full)
+    threads_probed: tuple[int, ...] = ()
+
+    @property
+    def total(self) -> int:
+        return sum(self.calls_by_function.values())
+
+
+class CallProbe:
+    """Counts calls of `functions` (names in `library`'s symbol table) by the threads `pid` has at start.
+
+    A thread born while probing is not counted, and the events cannot follow it: a perf-PMU uprobe names its
+    file by a pointer into the opener's memory, which the kernel reads again when an inherited copy is made,
+    in the thread that clones, so an inherited uprobe makes the target's clone() fail (tried: "can't start
+    new thread"). Following new threads needs uprobes defined through tracefs (uprobe_events), whose perf
+    events are tracepoints and inherit; not done."""
+
+    def __init__(self, pid: int, library: str, functions: Sequence[str], ring_pages: int = 16):
+        self.pid, self.library, self.functions = pid, os.path.realpath(library), tuple(functions)
+        self.ring_pages = ring_pages
+        self.refused = ""
+        self._rings: list[_Ring] = []
+        self._offsets: dict[str, int] = {}
+        self._records: list[bytes] = []
+
+    def start(self) -> bool:
+        try:
+            table = symbols(self.library)
+            self._offsets = table.file_offsets(self.functions) if table else {}
+            if not self._offsets:
+                raise PerfUnavailable(f"none of {list(self.functions)} is a function of {self.library}")
+            probe_type = _uprobe_type()
+            for tid in sorted(_thread_ids(self.pid)):
+                for offset in self._offsets.values():
+                    self._open(probe_type, tid, offset)
+            for ring in self._rings:
+                fcntl.ioctl(ring.fd, PERF_EVENT_IOC_ENABLE, 0)
+        except PerfUnavailable as refused:
+            self.close()
+            self.refused = str(refused)
+            return False
+        except BaseException:
+            self.close()
+            raise
+        return True
+
+    def _open(self, probe_type: int, tid: int, offset: int) -> None:
+        path = ctypes.create_string_buffer(self.library.encode())  # read by the kernel during the call only
+        attr = _PerfEventAttr(type=probe_type, size=ctypes.sizeof(_PerfEventAttr), config=0, sample_period=1,
+                              sample_type=PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_STACK_USER,
+                              config1=ctypes.addressof(path), config2=offset, sample_stack_user=STACK_BYTES)
+        attr.flags = _ATTR_DISABLED | _ATTR_EXCLUDE_HV | _ATTR_EXCLUDE_KERNEL  # not inherited: see the class
+        number = _SYSCALL_PERF_EVENT_OPEN.get(platform.machine())
+        if number is None:
+            raise PerfUnavailable(f"perf_event_open: no syscall number known for {platform.machine()}")
+        fd = _libc.syscall(number, ctypes.byref(attr), tid, -1, -1, PERF_FLAG_FD_CLOEXEC)
+        if fd < 0:
+            err = ctypes.get_errno()
+            if err == errno.ESRCH:  # the thread exited since the scan
+                return
+            if err in _REFUSED | {errno.EINVAL}:
+                raise PerfUnavailable(_refusal_reason(err).replace("perf_event_open", "a uprobe"))
+            raise OSError(err, os.strerror(err))
+        self._rings.append(_Ring(tid, fd, self.ring_pages))
+
+    def stop(self) -> CallCounts:
+        """Disable, read every record, attribute each call to its caller's file, and close."""
+        try:
+            if self.refused:
+                return CallCounts(available=False, reason=self.refused)
+            for ring in self._rings:
+                fcntl.ioctl(ring.fd, PERF_EVENT_IOC_DISABLE, 0)
+            records = b"".join(ring.take() for ring in self._rings)
+            return self._counts(records)
+        finally:
+            self.close()
+
+    def _counts(self, records: bytes) -> CallCounts:
+        maps = executable_mappings_at(self.pid)
+        by_offset = {offset: name for name, offset in self._offsets.items()}
+        callers: Counter = Counter()
+        functions: Counter = Counter()
+        lost = 0
+        for kind, body in _records(records):
+            if kind == PERF_RECORD_LOST:
+                lost += struct.unpack_from("<Q", body, 8)[0]
+            elif kind == PERF_RECORD_SAMPLE:
+                ip, _, _, size = struct.unpack_from("<QIIQ", body)
+                returns_to = struct.unpack_from("<Q", body, 24)[0] if size >= 8 else None
+                path, offset = _where(ip, maps)
+                functions[by_offset.get(offset, "?") if path == self.library else "?"] += 1
+                callers[_where(returns_to, maps)[0] if returns_to is not None else UNMAPPED] += 1
+        return CallCounts(available=True, calls_by_caller=dict(callers), calls_by_function=dict(functions),
+                          lost=lost, threads_probed=tuple(sorted({r.tid for r in self._rings})))
+
+    def close(self) -> None:
+        for ring in self._rings:
+            ring.close()
+        self._rings = []
+
+
+def _uprobe_type() -> int:
+    try:
+        with open(UPROBE_TYPE_FILE) as f:
+            return int(f.read())
+    except (OSError, ValueError):
+        raise PerfUnavailable(f"no uprobe events on this kernel ({UPROBE_TYPE_FILE} unreadable)") from None
+
+
+def _records(data: bytes):
+    """(type, body after the 8-byte header) of each perf record."""
+    pos = 0
+    while pos + 8 <= len(data):
+        kind, _, size = struct.unpack_from("<IHH", data, pos)
+        if size < 8:
+            return
+        yield kind, data[pos + 8:pos + size]
+        pos += size
+
+
+def _where(address: int, maps: list[tuple[int, int, str, int]]) -> tuple[str, int]:
+    """(mapped file, offset in it) of an address in one of the executable mappings, else UNMAPPED."""
+    for start, end, path, file_offset in maps:
+        if start <= address < end:
+            return path, address - start + file_offset
+    return UNMAPPED, -1
