@@ -38,13 +38,13 @@ from kernelgym.evaluation.ip_sampler import (
     _REFUSED,
     _SYSCALL_PERF_EVENT_OPEN,
     PERF_EVENT_IOC_DISABLE,
-    PERF_EVENT_IOC_ENABLE,
     PERF_FLAG_FD_CLOEXEC,
     PERF_RECORD_LOST,
     PERF_RECORD_SAMPLE,
     PERF_SAMPLE_IP,
     PERF_SAMPLE_TID,
     UNMAPPED,
+    PerfEvents,
     PerfUnavailable,
     _libc,
     _PerfEventAttr,
@@ -74,7 +74,7 @@ class CallCounts:
         return sum(self.calls_by_function.values())
 
 
-class CallProbe:
+class CallProbe(PerfEvents):
     """Counts calls of `functions` (names in `library`'s symbol table) by the threads `pid` has at start.
 
     A thread born while probing is not counted, and the events cannot follow it: a perf-PMU uprobe names its
@@ -84,33 +84,25 @@ class CallProbe:
     events are tracepoints and inherit; not done."""
 
     def __init__(self, pid: int, library: str, functions: Sequence[str], ring_pages: int = 16):
+        super().__init__()
         self.pid, self.library, self.functions = pid, os.path.realpath(library), tuple(functions)
         self.ring_pages = ring_pages
-        self.refused = ""
-        self._rings: list[_Ring] = []
         self._offsets: dict[str, int] = {}
         self._records: list[bytes] = []
 
     def start(self) -> bool:
-        try:
-            table = symbols(self.library)
-            self._offsets = table.file_offsets(self.functions) if table else {}
-            if not self._offsets:
-                raise PerfUnavailable(f"none of {list(self.functions)} is a function of {self.library}")
-            probe_type = _uprobe_type()
-            for tid in sorted(_thread_ids(self.pid)):
-                for offset in self._offsets.values():
-                    self._open(probe_type, tid, offset)
-            for ring in self._rings:
-                fcntl.ioctl(ring.fd, PERF_EVENT_IOC_ENABLE, 0)
-        except PerfUnavailable as refused:
-            self.close()
-            self.refused = str(refused)
-            return False
-        except BaseException:
-            self.close()
-            raise
-        return True
+        """Set the probes on every thread and enable them. False when refused (the reason in `refused`)."""
+        return self._open_then_enable(self._open_threads)
+
+    def _open_threads(self) -> None:
+        table = symbols(self.library)
+        self._offsets = table.file_offsets(self.functions) if table else {}
+        if not self._offsets:
+            raise PerfUnavailable(f"none of {list(self.functions)} is a function of {self.library}")
+        probe_type = _uprobe_type()
+        for tid in sorted(_thread_ids(self.pid)):
+            for offset in self._offsets.values():
+                self._open(probe_type, tid, offset)
 
     def _open(self, probe_type: int, tid: int, offset: int) -> None:
         path = ctypes.create_string_buffer(self.library.encode())  # read by the kernel during the call only
@@ -161,10 +153,6 @@ class CallProbe:
         return CallCounts(available=True, calls_by_caller=dict(callers), calls_by_function=dict(functions),
                           lost=lost, threads_probed=tuple(sorted({r.tid for r in self._rings})))
 
-    def close(self) -> None:
-        for ring in self._rings:
-            ring.close()
-        self._rings = []
 
 
 def _uprobe_type() -> int:

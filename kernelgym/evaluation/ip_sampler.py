@@ -326,9 +326,40 @@ def _thread_ids(pid: int) -> set[int]:
         raise ProcessLookupError(f"no process {pid} to sample") from None
 
 
+# --- events of one region --------------------------------------------------------------------------------
+
+class PerfEvents:
+    """Perf events opened on a target's threads, each with its ring; `refused` says why the host would not."""
+
+    def __init__(self) -> None:
+        self._rings: list[_Ring] = []
+        self.refused = ""  # why the host refused perf events, one line; empty while they work
+
+    def _open_then_enable(self, open_events) -> bool:
+        """Run `open_events` (which fills `_rings`), then enable every event together. False, with the
+        reason in `refused` and nothing left open, when the host refuses; any other error is raised."""
+        try:
+            open_events()
+            for ring in self._rings:
+                fcntl.ioctl(ring.fd, PERF_EVENT_IOC_ENABLE, 0)
+        except PerfUnavailable as refused:
+            self.close()
+            self.refused = str(refused)
+            return False
+        except BaseException:
+            self.close()
+            raise
+        return True
+
+    def close(self) -> None:
+        for ring in self._rings:
+            ring.close()
+        self._rings = []
+
+
 # --- the sampler -----------------------------------------------------------------------------------------
 
-class IpSampler:
+class IpSampler(PerfEvents):
     """Samples the user-mode IPs of every thread of `pid` between start() and stop().
 
     period_ns: CPU time between samples of one thread (100 µs: 10,000 samples per CPU-second).
@@ -346,14 +377,13 @@ class IpSampler:
                  exclude_kernel: bool = True, cpus: tuple[int, ...] | None = None):
         if ring_pages & (ring_pages - 1):
             raise ValueError("ring_pages must be a power of two")
+        super().__init__()
         self.pid, self.period_ns, self.ring_pages = pid, period_ns, ring_pages
         # cpus: the only CPUs the target can run on (a cpuset it cannot leave). Then one event per thread
         # and CPU, inherited: threads born during the region are sampled too, those that exit included.
         self.cpus = tuple(cpus) if cpus else None
         self.exclude_kernel = exclude_kernel
-        self._rings: list[_Ring] = []
         self._parsed = _Parsed()
-        self.refused = ""  # why the host refused perf events, one line; empty while sampling works
         self._maps_at_start: set[tuple[int, int, str]] = set()
         self._counted: dict[int, int] = {}  # each event's count at the last pause
 
@@ -361,29 +391,23 @@ class IpSampler:
         """Open an event on every thread, read the maps, then enable the events together. False when the
         host refuses (the reason in `refused`; stop() then returns the unavailable result); a target that is
         gone raises ProcessLookupError."""
-        try:
-            seen: set[int] = set()
-            # Threads can be born while the events are opened: scan until a scan finds nothing new.
-            for _ in range(1 if self.cpus else 3):  # inherited events see the later ones anyway
-                new = _thread_ids(self.pid) - seen
-                if not new:
-                    break
-                seen |= new
-                self._open_all(sorted(new))
-            # The maps before any event runs: what is executable at stop and was not here now is listed.
-            self._maps_at_start = set(_readable_maps(self.pid))
-            for ring in self._rings:
-                fcntl.ioctl(ring.fd, PERF_EVENT_IOC_ENABLE, 0)
-        except PerfUnavailable as refused:
-            self.close()
-            self.refused = str(refused)
+        if not self._open_then_enable(self._open_threads):
             return False
-        except BaseException:
-            self.close()
-            raise
         if not self._rings:
             raise ProcessLookupError(f"process {self.pid} exited before any of its threads could be sampled")
         return True
+
+    def _open_threads(self) -> None:
+        seen: set[int] = set()
+        # Threads can be born while the events are opened: scan until a scan finds nothing new.
+        for _ in range(1 if self.cpus else 3):  # inherited events see the later ones anyway
+            new = _thread_ids(self.pid) - seen
+            if not new:
+                break
+            seen |= new
+            self._open_all(sorted(new))
+        # The maps before any event runs: what is executable at stop and was not here now is listed.
+        self._maps_at_start = set(_readable_maps(self.pid))
 
     def _open_all(self, tids: list[int]) -> None:
         for tid, cpu in ((t, c) for t in tids for c in (self.cpus or (-1,))):
@@ -471,8 +495,3 @@ class IpSampler:
         (mapped by a thread that was not sampled)."""
         changed = {path for path_range in set(maps_at_stop) - self._maps_at_start for path in path_range[2:]}
         return tuple(sorted(changed | set(parsed.exec_mappings)))
-
-    def close(self) -> None:
-        for ring in self._rings:
-            ring.close()
-        self._rings = []
