@@ -6,7 +6,9 @@ Each RUN_DIR holds the `results.json` that `davinci_cpu_run.py` writes (phases `
 `after_rl`; a run started `--from-sft` carries the earlier run's first two). Prints, per phase, the compile
 rate, the correct rate and fast_1 over the held-out tasks with 95% Wilson intervals, then each later phase
 against the one before it on the same tasks: the correct rate's difference with a paired bootstrap interval
-over tasks, and the exact McNemar test on the tasks whose verdict changed.
+over tasks, and the exact McNemar test on the tasks whose verdict changed. Where the run trained
+(`rl/trajectories.jsonl`), the skills its own rollouts got admitted, and the later episodes that selected
+them against the other episodes of their steps.
 """
 
 from __future__ import annotations
@@ -84,6 +86,33 @@ def main() -> None:
             gained, lost, p = mcnemar_exact(before, after)
             print(f"- {later} vs {earlier}: correct rate {diff:+.3f} (paired bootstrap 95% {low:+.3f} to "
                   f"{high:+.3f}); tasks gained {gained}, lost {lost} (exact McNemar p = {p:.3f})")
+        skills_in_the_loop(Path(run))
+
+
+def skills_in_the_loop(run: Path) -> None:
+    """Admitted skills (from the run's own rollouts) and the episodes that selected them afterwards."""
+    path = run / "rl" / "trajectories.jsonl"
+    if not path.is_file():
+        return
+    episodes = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    admitted = [(e["step"], e["candidate_id"], e["task_id"], e["gate_reason"]) for e in episodes
+                if e.get("summary_status") == "admitted"]
+    print(f"\nskills admitted from the run's rollouts: {len(admitted)} (episodes: {len(episodes)})")
+    for step, skill, task, why in admitted:
+        uses = [e for e in episodes if skill in e.get("selected_ids", [])]
+        print(f"- step {step}: {skill} (from {task}; {why}); selected by {len(uses)} later episode(s)")
+        for use in uses:
+            others = [outcome(e) for e in episodes if e["step"] == use["step"] and e is not use]
+            others = [o for o in others if o is not None]
+            mean = sum(others) / len(others) if others else float("nan")
+            print(f"  - step {use['step']} {use['task_id']}: {use['verdicts']} outcome {outcome(use)} "
+                  f"(the step's other episodes: {mean:.3f})")
+
+
+def outcome(episode: dict) -> float | None:
+    """The episode's return: its policy turns' reward (None when no turn was judged)."""
+    rewards = [t["reward"] for t in episode["turns"] if t["role"] == "policy" and t.get("reward") is not None]
+    return rewards[-1] if rewards else None
 
 
 if __name__ == "__main__":
