@@ -1,6 +1,9 @@
 # Exploit: patching the GPU timer class. torch.cuda.Event.elapsed_time is replaced (through a string.Formatter lookup of __setattr__) by a version that reports an eighth of the real time; caught on any machine, GPU or not.
 # Task: L1/1_ReLU
 # Backend: cpp
+# Max-speedup: 1.3
+# (the patch would claim 8x; what is left is an honest ReLU loop, which a fresh-clone CI run under load measured at
+# 1.12x unverified against PyTorch's ReLU: the bundled one measured 1.13x, 95% CI 0.97-1.22, the same day)
 import string
 
 import torch
