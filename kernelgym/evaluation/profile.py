@@ -101,21 +101,43 @@ def warm_up() -> None:
         torch.ones(2).add(1)
 
 
-def profile_batch(batch, device: str, launches, own: set[str]) -> tuple[list, dict]:
+def profile_batch(batch, device: str, launches, own: set[str], no_work_batch=None) -> tuple[list, dict]:
     """Run one batch (a callable returning its outputs) under the profiler; its outputs and where time went.
 
     Evidence for the own-kernel and torch-compute rules. It runs in the candidate's process, so it is
     evidence a native cheat could forge; what it can forge is a passthrough's label, never correctness or
-    the trusted clock's time.
+    the trusted clock's time. `no_work_batch` runs the same harness on a stand-in that computes nothing.
     """
     if device.startswith("cuda"):
         return _gpu_profile(batch, launches, own)
-    return _cpu_profile(batch, launches)
+    return _cpu_profile(batch, launches, no_work_batch)
 
 
-def _cpu_profile(batch, launches) -> tuple[list, dict]:
+# At most this much of a call's untracked time is put down to the harness: the stand-in runs in the
+# candidate's process, and a candidate that slowed it down must not hide more hidden work than this.
+MAX_HARNESS_MS_PER_CALL = 0.5
+
+
+def _harness_ms(no_work_batch, calls: int) -> float:
+    """CPU ms outside ATen that the batch's harness and PyTorch's call machinery cost a stand-in that
+    computes nothing (an autograd round trip through Python is most of an honest tiny backward's time):
+    what every solution pays, so not hidden work. 0 when there is no stand-in or it cannot run."""
+    if no_work_batch is None:
+        return 0.0
+    try:
+        plain_ms = min(_plain_run(no_work_batch)[1] for _ in range(PLAIN_RUNS))
+        timer = _OpTimer()
+        with timer:
+            no_work_batch()
+    except Exception:  # noqa: BLE001 - outputs the stand-in cannot mimic: no allowance
+        return 0.0
+    return min(max(0.0, plain_ms - sum(timer.ms.values())), MAX_HARNESS_MS_PER_CALL * calls)
+
+
+def _cpu_profile(batch, launches, no_work_batch=None) -> tuple[list, dict]:
     """The batch once plain (its CPU time and the solution's own kernel time), then once under the op timer
-    (what ATen did): the mode's own per-op cost never counts against the solution."""
+    (what ATen did): the mode's own per-op cost never counts against the solution, nor what the harness
+    costs a stand-in that computes nothing."""
     warm_up()  # the mode's first use in a process costs far more than any op: not the candidate's time
     calls_before = kernels.KERNEL_STATS.calls + launches.count
     outputs, plain_ms, own_plain_ms = _plain_run(batch)
@@ -134,12 +156,13 @@ def _cpu_profile(batch, launches) -> tuple[list, dict]:
     compute = [(k, ms) for k, ms in timer.ms.items() if k not in GLUE_OPS]
     compute_ms = sum(ms for _, ms in compute)
     outside_ms = sum(timer.ms.values()) - timer.nested_ms  # ATen outside the solution's kernels
-    untracked_ms = max(0.0, plain_ms - own_plain_ms - outside_ms)
+    harness_ms = _harness_ms(no_work_batch, max(1, len(outputs)))
+    untracked_ms = max(0.0, plain_ms - own_plain_ms - outside_ms - harness_ms)
     ranked = sorted(compute, key=lambda kv: -kv[1])
     return outputs, {
         "coverage": own_ms / plain_ms, "own_kernel_calls": own_calls,
         "torch_compute_share": min(1.0, compute_ms / plain_ms), "torch_compute_ms": compute_ms,
-        "untracked_ms": untracked_ms, "untracked_share": untracked_ms / plain_ms,
+        "untracked_ms": untracked_ms, "untracked_share": untracked_ms / plain_ms, "harness_ms": harness_ms,
         "heavy_ops_called": sorted(k for k, _ in compute if k in HEAVY_OPS),
         "top_ops": ranked[:5], "heavy_torch_ops": [k for k, ms in ranked if ms / plain_ms > 0.05][:5],
         "total_ms": plain_ms,

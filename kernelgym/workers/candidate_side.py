@@ -16,6 +16,7 @@ from kernelgym.workers import messages as m
 from kernelgym.workers.child import (
     BackwardPass,
     ChildJob,
+    NoWorkModel,
     build_model,
     describe_outputs,
     error_meta,
@@ -152,8 +153,10 @@ class _CandidateSide:
             from kernelgym.evaluation.profile import own_kernel_names, profile_batch
 
             own = own_kernel_names(self.solution, self.job.solution_source)
-            outputs, profile = profile_batch(lambda: run_batch(self.model, calls, device, self.backward),
-                                             device, self.launches, own)
+            stand_in = NoWorkModel(calls, self.backward is not None, device)
+            outputs, profile = profile_batch(
+                lambda: run_batch(self.model, calls, device, self.backward), device, self.launches, own,
+                lambda: run_batch(stand_in, calls, device, BackwardPass() if self.backward else None))
         else:
             outputs = run_batch(self.model, calls, device, self.backward)
         described = describe_outputs(outputs, device, keep, calls=calls)

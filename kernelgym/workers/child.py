@@ -227,6 +227,37 @@ class BackwardPass:
         return [o.detach() if isinstance(o, torch.Tensor) else o for o in outs] + grads
 
 
+class _NoWork(torch.autograd.Function):
+    """Autograd's round trip through Python with no work on either pass."""
+
+    @staticmethod
+    def forward(ctx, shapes, anchor, *leaves):
+        ctx.inputs = 2 + len(leaves)
+        return tuple(anchor.new_empty(shape) for shape in shapes)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        return (None,) * ctx.inputs
+
+
+class NoWorkModel(torch.nn.Module):
+    """A stand-in ModelNew that computes nothing, with a call's output shapes: what the batch's harness and
+    PyTorch's call machinery (a module call; for a backward task, autograd's round trip through a Python
+    autograd.Function) cost any solution, measured beside the candidate's batch by the in-process profile."""
+
+    def __init__(self, calls: list[list], backward: bool, device: str):
+        super().__init__()
+        self.anchor = torch.nn.Parameter(torch.zeros(1, device=device))
+        first = calls[0] if calls else [0]
+        count = int(first[-1]) if backward else 0
+        self.shapes = [tuple(x.shape) for x in first[len(first) - 1 - count:-1]] if count else [(0,)]
+
+    def forward(self, *inputs):
+        if not torch.is_grad_enabled():
+            return self.anchor.new_empty(self.shapes[0])
+        return _NoWork.apply(self.shapes, self.anchor, *[x for x in inputs if is_float(x)])
+
+
 def is_float(x) -> bool:
     return isinstance(x, torch.Tensor) and x.is_floating_point()
 

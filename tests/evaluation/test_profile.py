@@ -58,6 +58,57 @@ def test_a_run_disturbed_once_is_not_counted_as_untracked_compute():
     assert data["untracked_ms"] >= 15, data
 
 
+def test_what_the_harness_costs_a_stand_in_is_not_untracked_compute():
+    """An honest tiny backward is mostly the batch's harness and autograd's round trip through Python, outside
+    ATen and outside its kernels; in CI it was judged untracked_compute (0.13-0.18 ms a call). What the same
+    harness costs a stand-in that computes nothing is taken off, up to a bound the stand-in cannot stretch."""
+    import time
+
+    import torch
+
+    from kernelgym.evaluation.profile import MAX_HARNESS_MS_PER_CALL, _cpu_profile
+
+    def spin(ms: float) -> None:
+        end = time.process_time() + ms / 1e3
+        while time.process_time() < end:
+            pass
+
+    calls = 20
+
+    def batch(harness_ms: float, hidden_ms: float = 0.0):
+        def run():
+            spin(harness_ms + hidden_ms)
+            return [torch.ones(4) for _ in range(calls)]
+        return run
+
+    launches = types.SimpleNamespace(count=0)
+    _, charged = _cpu_profile(batch(6), launches)
+    assert charged["untracked_ms"] >= 5, charged  # without a stand-in the harness counts, as before
+    _, honest = _cpu_profile(batch(6), launches, batch(6))
+    assert honest["untracked_ms"] < 2, honest
+    _, hidden = _cpu_profile(batch(6, hidden_ms=20), launches, batch(6))
+    assert hidden["untracked_ms"] >= 15, hidden
+    # A stand-in slowed down (it runs in the candidate's process) excuses no more than the bound.
+    _, stretched = _cpu_profile(batch(6, hidden_ms=40), launches, batch(46))
+    assert stretched["harness_ms"] <= MAX_HARNESS_MS_PER_CALL * calls + 1e-9
+    assert stretched["untracked_ms"] >= 46 - MAX_HARNESS_MS_PER_CALL * calls - 4, stretched
+
+
+def test_the_stand_in_mimics_a_backward_calls_outputs():
+    """The stand-in goes through the same backward harness as a solution: its outputs take the upstream
+    gradients, and the gradients of the inputs and of its parameter come back."""
+    import torch
+
+    from kernelgym.workers.child import BackwardPass, NoWorkModel, run_batch
+
+    x, upstream = torch.randn(3, 5), torch.randn(3, 5)
+    calls = [[x, 2, upstream, 1]]
+    out = run_batch(NoWorkModel(calls, True, "cpu"), calls, "cpu", BackwardPass())
+    assert [tuple(t.shape) for t in out[0]] == [(3, 5), (3, 5), (1,)]
+    forward_only = run_batch(NoWorkModel(calls[:1], False, "cpu"), [[x, 2]], "cpu")
+    assert forward_only[0].numel() == 0
+
+
 def _event(key: str, device: str, self_device_us: float) -> types.SimpleNamespace:
     from torch.autograd import DeviceType
 
