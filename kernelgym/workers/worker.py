@@ -91,10 +91,13 @@ def _preimport(has_gpu: bool) -> None:
     """
     import importlib
 
-    # Not the FLOP counter (whose first use imports torch._dynamo, about a second): a task's FLOPs and bytes
-    # are counted once per machine and cached (roofline.RecordCache), so few evaluations need it.
     names = ["numpy", "kernelgym.evaluation.profile", "kernelgym.evaluation.compare",
              "torch.utils._python_dispatch", "torch.profiler", "torch.utils.cpp_extension"]
+    if has_gpu:
+        # torch.profiler's first use in a process imports torch._dynamo: on the H200 that was 3.6 s of
+        # every GPU evaluation's profile stage (and of each task's first reference, for the FLOP counter),
+        # while it was left out of here (0.1-0.5 s with it). Imported here, it is paid once per worker.
+        names.append("torch._dynamo")
     if not has_gpu:
         # Without a GPU, Triton can only interpret; the flag must be set before Triton is first imported.
         os.environ["TRITON_INTERPRET"] = "1"
