@@ -93,6 +93,62 @@ def _within(want: torch.Tensor, got: torch.Tensor, atol: float, rtol: float) -> 
     return torch.le(torch.sub(got, want).abs_(), bound).all()
 
 
+# An output on a discontinuity (ReLU's gradient where its input is 0 to within rounding, a comparison, a
+# rounding function) takes either branch under any rounding difference, so an honest kernel that sums in
+# another order than the reference lands on the other branch there. The reference shows which outputs those
+# are: run again on its inputs perturbed far above a float32 sum's rounding (about 6e-8 of each term) and far
+# below any tolerance, in antithetic pairs, so that each side of a discontinuity is reached in one of a pair.
+ROUNDING_PERTURBATION = 1e-5
+PERTURBATION_PAIRS = 2
+
+
+def perturbed_at_rounding(inputs: list, pairs: int = PERTURBATION_PAIRS) -> list[list]:
+    """Input sets near `inputs`: each float tensor times (1 + s * ROUNDING_PERTURBATION * noise), with noise
+    drawn once per pair (fixed seeds) and s = +1 and -1."""
+    sets = []
+    for pair in range(pairs):
+        noise: dict[int, torch.Tensor] = {}
+        for sign in (1.0, -1.0):
+            near = []
+            for i, x in enumerate(inputs):
+                if not (isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel()):
+                    near.append(x)
+                    continue
+                if i not in noise:
+                    gen = torch.Generator(device=x.device).manual_seed(0x5EED0 + 97 * pair + i)
+                    noise[i] = torch.randn(tuple(x.shape), generator=gen, device=x.device)
+                near.append((x.float() * (1 + sign * ROUNDING_PERTURBATION * noise[i])).to(x.dtype))
+            sets.append(near)
+    return sets
+
+
+def first_uncovered(alternatives: list[list[torch.Tensor]], actual: list, atol: float,
+                    rtol: float) -> int | None:
+    """The first output with an element within tolerance of none of the reference's outputs in `alternatives`
+    (its own, and its outputs at inputs perturbed at rounding level); None when every element is covered."""
+    for k, got in enumerate(actual):
+        if not isinstance(got, torch.Tensor):
+            return k
+        covered = torch.zeros(tuple(got.shape), dtype=torch.bool, device=got.device)
+        for outputs in alternatives:
+            want = outputs[k] if k < len(outputs) else None
+            if not isinstance(want, torch.Tensor) or want.shape != got.shape or want.dtype != got.dtype:
+                return k
+            covered |= _close_elements(want, got, atol, rtol)
+        if not bool(covered.all()):
+            return k
+    return None
+
+
+def _close_elements(want: torch.Tensor, got: torch.Tensor, atol: float, rtol: float) -> torch.Tensor:
+    """`_within` element by element (equal non-finite values agree, as in the exact path)."""
+    if not want.is_floating_point():
+        return torch.eq(want, got)
+    want, got = want.double(), got.double()
+    agree = ~torch.isfinite(want) & ((got == want) | (torch.isnan(got) & torch.isnan(want)))
+    return agree | (torch.isfinite(want) & ((got - want).abs() <= atol + rtol * want.abs()))
+
+
 # elements compared at a time: a shipped-size output (GBs) never needs a float64 copy of itself
 CHUNK = 1 << 24
 

@@ -79,3 +79,23 @@ def test_the_batched_flag_sends_other_shapes_dtypes_and_errors_to_the_full_compa
     assert close_flag(want, "the output is not readable", 1e-4, 1e-4) is None
     assert not bool(close_flag(want, torch.tensor([0.0, 0.0, 0.0, 1.0]), 1e-4, 1e-4))
     assert bool(close_flag(torch.arange(3), torch.arange(3), 0.0, 0.0))
+
+
+def test_rounding_perturbations_come_in_antithetic_pairs_and_leave_integers_alone():
+    """Each pair moves a float input by +-1e-5 of itself with the same noise, so an output that sits on a
+    discontinuity to within rounding falls on each side in one of the pair; integer inputs stay as they are."""
+    import torch
+
+    from kernelgym.evaluation.compare import ROUNDING_PERTURBATION, first_uncovered, perturbed_at_rounding
+
+    x, index = torch.randn(1000), torch.arange(4)
+    sets = perturbed_at_rounding([x, index, 3])
+    assert len(sets) == 4
+    for plus, minus in (sets[0:2], sets[2:4]):
+        up, down = (plus[0] - x) / x, (minus[0] - x) / x
+        assert torch.allclose(up, -down, atol=1e-6) and 0 < float(up.abs().max()) < 10 * ROUNDING_PERTURBATION
+        assert torch.equal(plus[1], index) and plus[2] == 3
+    step = (torch.zeros(8) > 0).float()  # the reference on the kink: 0 everywhere
+    other_side = [[(torch.full((8,), s) > 0).float()] for s in (1e-6, -1e-6)]
+    assert first_uncovered([[step]] + other_side, [torch.ones(8)], 1e-4, 1e-4) is None
+    assert first_uncovered([[step]] + other_side, [torch.full((8,), 2.0)], 1e-4, 1e-4) == 0

@@ -252,6 +252,86 @@ def test_the_backward_suite_has_twelve_tasks_at_l1_and_l2_with_cpp_and_triton_so
             for e in suite_cheats} == {"cpp", "triton"}
 
 
+# relu(a + b - c) with c = a + b: the reference's sum is exactly 0, where ReLU's gradient is 0; a kernel
+# that sums (a - c) + b lands a rounding error off 0, on either side. Both are the same computation.
+RELU_OF_CANCELLATION_TASK = '''
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, a, b, c):
+        return torch.relu(a + b - c)
+
+rows, cols = 16, 64
+
+def get_inputs():
+    a, b = torch.randn(rows, cols), torch.randn(rows, cols)
+    return [a, b, a + b]
+
+def get_init_inputs():
+    return []
+
+KERNELGYM = {"backward": True, "sizes": {"cpu": {"rows": 16, "cols": 64}}}
+'''
+
+RELU_OF_CANCELLATION_SOLUTION = r'''
+import torch
+import torch.nn as nn
+from kernelgym.kernels import load_cpp
+
+_lib = load_cpp(r"""
+#include <cstdint>
+extern "C" void fwd(const float* a, const float* b, const float* c, float* z, float* y, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) { z[i] = (a[i] - c[i]) + b[i]; y[i] = z[i] > 0.0f ? z[i] : 0.0f; }
+}
+extern "C" void bwd(const float* z, const float* g, float* ga, float* gb, float* gc, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) {
+        float d = z[i] > 0.0f ? g[i] : 0.0f;
+        ga[i] = d; gb[i] = d; gc[i] = SIGN_OF_C * d;
+    }
+}
+""")
+
+class _F(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, a, b, c):
+        a, b, c = a.contiguous(), b.contiguous(), c.contiguous()
+        z, y = torch.empty_like(a), torch.empty_like(a)
+        _lib.fwd(a, b, c, z, y, a.numel())
+        ctx.save_for_backward(z)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        (z,) = ctx.saved_tensors
+        g = g.contiguous()
+        ga, gb, gc = torch.empty_like(g), torch.empty_like(g), torch.empty_like(g)
+        _lib.bwd(z, g, ga, gb, gc, g.numel())
+        return ga, gb, gc
+
+class ModelNew(nn.Module):
+    def forward(self, a, b, c):
+        return _F.apply(a, b, c)
+'''
+
+
+def test_gradients_on_relus_kink_that_rounding_puts_either_side_are_ok(pool):
+    """An honest kernel that sums in another order lands on the other side of a discontinuity wherever the
+    reference sits on it to within rounding (in CI a Linear+ReLU backward missed on one gradient row and was
+    judged hack). Outputs the reference itself computes otherwise at inputs perturbed at rounding level are
+    not held against it; a gradient that is wrong elsewhere still is."""
+    from kernelgym.tasks import task_from_source
+
+    task = task_from_source(RELU_OF_CANCELLATION_TASK, suite="user", level=1, file_name="1_ReluCancel.py")
+    honest = fresh(RELU_OF_CANCELLATION_SOLUTION.replace("SIGN_OF_C", "-1.0f"))
+    result = pool.evaluate(task, honest, backend="cpp", timing=False)
+    assert result.verdict is Verdict.OK, result.reasons
+    wrong = fresh(RELU_OF_CANCELLATION_SOLUTION.replace("SIGN_OF_C", "1.0f"))
+    result = pool.evaluate(task, wrong, backend="cpp", timing=False)
+    assert result.verdict is Verdict.INCORRECT and "gradient of input 2" in result.reasons[0].message, \
+        result.reasons
+
+
 def test_an_honest_backward_is_ok_and_its_timing_covers_forward_and_backward(pool):
     task = bundled_backward().get("backward/L2/1_Linear_ReLU")
     result = pool.evaluate(task, fresh(_solution("cpp", "backward", task.id)), backend="cpp",
