@@ -1,6 +1,9 @@
 # Exploit: returning the reference's own output from the timing loop's frame. The judge's interleaved timing loop (found by walking caller frames, sys reached as torch.sys) holds the output the in-process reference just computed for the same inputs; in timed calls that follow a reference call, forward returns it after a token kernel call on zero elements (the other timed calls run the kernel).
 # Task: L1/1_ReLU
 # Backend: cpp
+# Max-speedup: 1.3
+# (the reference is in another process, so the hunt finds nothing and what runs is an honest ReLU loop,
+# measured at 1.16x unverified on the 2-core VM under load; a working hunt would skip the kernel in half the calls)
 import string
 
 import torch
