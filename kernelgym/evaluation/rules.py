@@ -108,11 +108,11 @@ TORCH_COMPUTE = _rule("torch_compute", H, "leaving the work to PyTorch (passthro
                       "excluded)")
 UNTRACKED_COMPUTE = _rule("untracked_compute", H, "another library's kernels (numpy, ...) doing the work",
                           "CPU: sampled work in neither the solution's libraries, PyTorch, the interpreter "
-                          "nor libc (another library, code without a file, threads' time not sampled); where "
-                          "the samples are too few or perf is refused, a profiled batch's CPU time outside its "
-                          "kernels and ATen, less what the same batch harness costs a stand-in that computes "
-                          "nothing (measured beside it, at most 0.5 ms a call: autograd's round trip through "
-                          "Python is most of an honest tiny backward)")
+                          "nor libc (another library, code without a file, threads' time not sampled); "
+                          "where the samples are too few or perf is refused, a profiled batch's CPU time "
+                          "outside its kernels and ATen, less what the same batch harness costs a stand-in "
+                          "that computes nothing (measured beside it, at most 0.5 ms a call: autograd's "
+                          "round trip through Python is most of an honest tiny backward)")
 # failures --------------------------------------------------------------------------------------------------
 TIMEOUT = _rule("timeout", T, "a stage that does not end", "the trusted worker's deadline")
 CRASH = _rule("crash", X, "a candidate process that dies (exit, segfault, CUDA error)",

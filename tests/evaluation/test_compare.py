@@ -83,7 +83,7 @@ def test_the_batched_flag_sends_other_shapes_dtypes_and_errors_to_the_full_compa
 
 def test_rounding_perturbations_come_in_antithetic_pairs_and_leave_integers_alone():
     """Each pair moves a float input by +-1e-5 of itself with the same noise, so an output that sits on a
-    discontinuity to within rounding falls on each side in one of the pair; integer inputs stay as they are."""
+    discontinuity to within rounding falls on each side in one of the pair; integers stay as they are."""
     import torch
 
     from kernelgym.evaluation.compare import ROUNDING_PERTURBATION, first_uncovered, perturbed_at_rounding
