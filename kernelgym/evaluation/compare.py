@@ -145,8 +145,14 @@ def _close_elements(want: torch.Tensor, got: torch.Tensor, atol: float, rtol: fl
     if not want.is_floating_point():
         return torch.eq(want, got)
     want, got = want.double(), got.double()
-    agree = ~torch.isfinite(want) & ((got == want) | (torch.isnan(got) & torch.isnan(want)))
-    return agree | (torch.isfinite(want) & ((got - want).abs() <= atol + rtol * want.abs()))
+    within = (got - want).abs() <= atol + rtol * want.abs()
+    return _agree_nonfinite(want, got) | (torch.isfinite(want) & within)
+
+
+def _agree_nonfinite(want: torch.Tensor, got: torch.Tensor) -> torch.Tensor:
+    """Where both hold the same non-finite value (inf and inf, NaN and NaN: the reference itself is not finite
+    there): they agree, as torch.isclose(equal_nan=True) has it."""
+    return ~torch.isfinite(want) & ((got == want) | (torch.isnan(got) & torch.isnan(want)))
 
 
 # elements compared at a time: a shipped-size output (GBs) never needs a float64 copy of itself
@@ -166,11 +172,9 @@ def _compare_values(index, perturbed, label, want, got, atol, rtol) -> TrialResu
             w64, g64 = w.double(), g.double()
             nonfinite += int((~torch.isfinite(g64) & torch.isfinite(w64)).sum())
             diff = (g64 - w64).abs()
-            # Where both hold the same non-finite value (inf and inf, NaN and NaN: the reference itself is not
-            # finite there), they agree, as torch.isclose(equal_nan=True) has it; the difference would be NaN.
-            agree = ~torch.isfinite(w64) & ((g64 == w64) | (torch.isnan(g64) & torch.isnan(w64)))
+            agree = _agree_nonfinite(w64, g64)  # where the difference would be NaN
             diff = torch.where(agree, torch.zeros_like(diff), diff)
-            bad = ~(agree | (torch.isfinite(w64) & (diff <= atol + rtol * w64.abs())))
+            bad = ~_close_elements(w64, g64, atol, rtol)
             if diff.numel():
                 max_abs = max(max_abs, float(diff.max()))
                 max_rel = max(max_rel, float((diff / w64.abs().clamp_min(1e-12)).max()))

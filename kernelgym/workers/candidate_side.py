@@ -153,10 +153,13 @@ class _CandidateSide:
             from kernelgym.evaluation.profile import own_kernel_names, profile_batch
 
             own = own_kernel_names(self.solution, self.job.solution_source)
-            stand_in = NoWorkModel(calls, self.backward is not None, device)
-            outputs, profile = profile_batch(
-                lambda: run_batch(self.model, calls, device, self.backward), device, self.launches, own,
-                lambda: run_batch(stand_in, calls, device, BackwardPass() if self.backward else None))
+            no_work = None
+            if not device.startswith("cuda"):  # only the CPU profile measures the harness
+                stand_in = NoWorkModel(calls, self.backward is not None, device)
+                no_work = lambda: run_batch(stand_in, calls, device,
+                                            BackwardPass() if self.backward else None)
+            outputs, profile = profile_batch(lambda: run_batch(self.model, calls, device, self.backward),
+                                             device, self.launches, own, no_work)
         else:
             outputs = run_batch(self.model, calls, device, self.backward)
         described = describe_outputs(outputs, device, keep, calls=calls)
