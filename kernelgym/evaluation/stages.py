@@ -62,6 +62,9 @@ if TYPE_CHECKING:
     from kernelgym.evaluation.pipeline import Pipeline
 
 _BATCH_PARTS = ("inputs", "map", "run", "check")
+# An input set's copies on a GPU: the reference's own, its pristine copy, the buffers the candidate maps, and
+# one of slack for the caching allocator's rounding (the CPU's budget is a flat 1 GiB).
+INPUT_COPIES = 4
 
 
 @dataclass
@@ -291,10 +294,8 @@ class Evaluation:
         inputs, fd = self._reference_inputs(record.number)
         part("inputs")
         try:
-            if inputs.ipc:  # GPU: the candidate maps the reference's input sets before the clock starts
-                self.candidate.thaw()
-                self.to_candidate(m.RunBatch(record.number, ipc=inputs.ipc, map_only=True))
-                self.receive(m.BatchDone, self.stage, self.options.timeout_s)
+            if inputs.ipc:
+                self._map_then_fill(record.number, inputs.ipc)
             part("map")
             order = ("candidate", "reference") if candidate_first else ("reference", "candidate")
             done = None
@@ -303,7 +304,6 @@ class Evaluation:
                     self._hold_candidate()
                     record.reference_ms = self._run_reference(record.number, inputs, fd)
                 else:
-                    self.candidate.thaw()
                     done = self._run_candidate(record, inputs, fd, profile)
             part("run")
             self._check(record, done, fd, inputs.ipc)
@@ -317,6 +317,22 @@ class Evaluation:
                 except Died:  # the stage that raised says why; a dead process needs no release
                     pass
         return record
+
+    def _map_then_fill(self, number: int, ipc: list) -> None:
+        """GPU: the candidate maps the batch's input buffers before the clock starts (mapping is no part of
+        its time), but they hold nothing yet; the reference fills them once the candidate is frozen. Work
+        the candidate does outside its RunBatch's clock can then never use this batch's inputs."""
+        self.candidate.thaw()
+        self.to_candidate(m.RunBatch(number, ipc=ipc, map_only=True))
+        self.receive(m.BatchDone, self.stage, self.options.timeout_s)
+        self._hold_candidate()
+        self.to_reference(m.FillInputs(number))
+        try:
+            msg, _, _ = self.reference.receive(time.monotonic() + self.options.timeout_s + 60)
+        except (TimeoutError, Died):
+            raise end(rules.JUDGE_FAILED, "the reference process did not fill the inputs") from None
+        if not isinstance(msg, m.InputsFilled) or msg.batch != number:
+            raise end(rules.JUDGE_FAILED, f"the reference process said {msg.kind!r}")
 
     def _hold_candidate(self) -> None:
         """The candidate is frozen whenever the reference runs. They share cores (and the GPU), so a live
@@ -354,10 +370,15 @@ class Evaluation:
 
     def _run_candidate(self, record: _Batch, inputs: m.Inputs, fd: int | None, profile: bool) -> m.BatchDone:
         message = m.RunBatch(record.number, layout=inputs.layout, ipc=inputs.ipc, profile=profile)
+        inside_clock = bool(inputs.ipc)  # GPU: its inputs sit in memory it mapped, so it wakes on the clock
+        if not inside_clock:  # CPU: the inputs come with the message, nothing to start on before it
+            self.candidate.thaw()
         cpu_before = self._candidate_cpu_s()
         if self.watch.judges_own_code():
             self.watch.start(self.candidate_pids(), self.cores)
         start = time.perf_counter_ns()
+        if inside_clock:
+            self.candidate.thaw()
         self.to_candidate(message, fds=[fd] if fd is not None else ())
         done = self.receive(m.BatchDone, self.stage, self.options.timeout_s)
         record.candidate_ms = (time.perf_counter_ns() - start) / 1e6
@@ -446,7 +467,7 @@ class Evaluation:
         ready = self.ready
         if self.device != "cuda":
             return
-        need = per_batch * (3 * ready.input_bytes + 2 * ready.output_bytes)
+        need = per_batch * (INPUT_COPIES * ready.input_bytes + 2 * ready.output_bytes)
         free = ready.device_memory_bytes
         if free and need > free:
             raise end(rules.TOO_LARGE, f"one call needs about {need / 2**30:.1f} GiB with the judge's "
@@ -565,10 +586,10 @@ class Evaluation:
         return median(times[2:])  # the first two warm the path
 
     def _calls_that_fit(self, calls: int, share: float = 0.4) -> int:
-        """Calls per batch that fit: each holds an input set (and, on the GPU, the reference's private copy)
-        and two sets of outputs (the reference's and the candidate's)."""
+        """Calls per batch that fit: each holds its input set INPUT_COPIES times and two sets of outputs (the
+        reference's and the candidate's)."""
         ready = self.ready
-        per_call = 3 * ready.input_bytes + 2 * ready.output_bytes
+        per_call = INPUT_COPIES * ready.input_bytes + 2 * ready.output_bytes
         budget = (1 << 30) if self.device == "cpu" else int(share * (ready.device_memory_bytes or 8 << 30))
         return max(1, min(calls, budget // max(per_call, 1)))
 

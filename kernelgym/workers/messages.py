@@ -25,6 +25,9 @@ no timer, no reference, no expected output, no list of what will be checked.
     |  ... correctness batch, timed rounds (order alternates), profiled batch ...
     |  Stop -------------------------> |  Stop ---------------------------> |
 
+On a GPU, Inputs carries IPC handles of empty buffers instead: C maps them (RunBatch map_only), W freezes C,
+R fills them (FillInputs -> InputsFilled), and W thaws C inside the clock of its RunBatch.
+
 Every batch, checked or timed or profiled, is the same RunBatch over fresh inputs: C cannot tell them apart by
 the conversation (only the profiled one runs under a profiler). Senders say how many items follow, so no side
 recomputes the other's counts.
@@ -99,7 +102,7 @@ class RunBatch(Message):
     # GPU: per call, per input, a CUDA IPC handle or a value
     ipc: list[list[dict]] = field(default_factory=list)
     profile: bool = False
-    map_only: bool = False  # GPU: map the IPC input sets and answer at once (before the timed RunBatch)
+    map_only: bool = False  # GPU: map the (still empty) IPC input buffers and answer at once
 
 
 @dataclass
@@ -152,6 +155,19 @@ class Inputs(Message):
     batch: int = 0
     layout: list[list[dict]] = field(default_factory=list)
     ipc: list[list[dict]] = field(default_factory=list)
+
+
+@dataclass
+class FillInputs(Message):
+    """GPU: copy the batch's sets into the buffers the candidate has mapped. Sent only while the candidate is
+    frozen, so those buffers hold nothing it could start on before the clock does."""
+
+    batch: int = 0
+
+
+@dataclass
+class InputsFilled(Message):
+    batch: int = 0
 
 
 @dataclass

@@ -46,6 +46,7 @@ class _ReferenceSide:
         self.labels: list[str] | None = None
         self.precision_checks = 8  # half dtypes: calls still to check against a float32 run
         self.model_fp32 = None
+        self.input_pool = None  # GPU: where the buffers the candidate maps are allocated, and nothing else
 
     def input_set(self, seed: int, perturbed: bool) -> list:
         job = self.job
@@ -101,13 +102,15 @@ class _ReferenceSide:
         self.batches[msg.batch] = entry
         if job.device.startswith("cuda"):
             torch.cuda.synchronize()
-            # Private copies: the candidate maps these sets and could write into them (checked after).
+            # The reference runs on `sets`, which never leave this process. The candidate maps `shared`, empty
+            # until FillInputs (it is frozen by then), and may write into it: checked against `pristine`.
             entry["pristine"] = [[x.clone() if isinstance(x, torch.Tensor) else x for x in s] for s in sets]
+            entry["shared"] = self.shared_buffers(sets)
             ipc = [[{**protocol.cuda_tensor_to_wire(x, entry["keep"]),
                      "dtype": str(x.dtype).removeprefix("torch."),
                      "shape": list(x.shape)} if isinstance(x, torch.Tensor) and x.numel()
                     else {"value": _plain(x)}
-                    for x in s] for s in sets]
+                    for x in s] for s in entry["shared"]]
             m.send(self.sock, m.Inputs(msg.batch, ipc=ipc))
             return
         fd, layout = _write_arena(sets)
@@ -116,6 +119,25 @@ class _ReferenceSide:
             m.send(self.sock, m.Inputs(msg.batch, layout=layout), fds=[fd])
         finally:
             os.close(fd)
+
+    def shared_buffers(self, sets: list[list]) -> list[list]:
+        """Empty buffers shaped like the sets' tensors, for the candidate to map. They come from a memory pool
+        of their own: an IPC handle opens the whole allocation its tensor lies in, and one shared with the
+        private sets or the expected outputs would let the candidate read those through it."""
+        if self.input_pool is None:
+            self.input_pool = torch.cuda.MemPool()
+        with torch.cuda.use_mem_pool(self.input_pool):
+            return [[torch.empty(x.shape, dtype=x.dtype, device=x.device) if isinstance(x, torch.Tensor)
+                     else x for x in s] for s in sets]
+
+    def fill_inputs(self, msg: m.FillInputs) -> None:
+        entry = self.batches[msg.batch]
+        for pristine, shared in zip(entry["pristine"], entry["shared"]):
+            for x, y in zip(pristine, shared):
+                if isinstance(x, torch.Tensor):
+                    y.copy_(x)
+        torch.cuda.synchronize()
+        m.send(self.sock, m.InputsFilled(msg.batch))
 
     def run(self, msg: m.RunBatch, fds: list[int]) -> None:
         device = self.job.device
@@ -175,7 +197,7 @@ class _ReferenceSide:
         from kernelgym.evaluation.compare import close_flag
 
         entry = self.batches.get(msg.batch) or {}
-        outputs, sets = entry.get("outputs") or [], entry.get("sets") or []
+        outputs, shared = entry.get("outputs") or [], entry.get("shared") or []
         if len(outputs) != len(msg.outputs) or (
                 self.precision_checks > 0 and self.dtype in (torch.float16, torch.bfloat16)):
             return False  # half dtypes: the first calls are also checked against a float32 run, one by one
@@ -193,7 +215,7 @@ class _ReferenceSide:
                         return False
                     flags.append(flag)
                 if "pristine" in entry:
-                    flags += [torch.eq(a, b).all() for a, b in zip(sets[call], entry["pristine"][call])
+                    flags += [torch.eq(a, b).all() for a, b in zip(shared[call], entry["pristine"][call])
                               if isinstance(a, torch.Tensor) and a.numel()]
             return not flags or bool(torch.stack(flags).all())
         except (protocol.ProtocolError, KeyError, TypeError, ValueError, IndexError, RuntimeError,
@@ -229,7 +251,7 @@ class _ReferenceSide:
                 trial = self._precision_kept(entry["sets"][call], wanted, actual, trial)
             modified = "pristine" in entry and any(
                 isinstance(a, torch.Tensor) and not torch.equal(a, b)
-                for a, b in zip(entry["sets"][call], entry["pristine"][call]))
+                for a, b in zip(entry["shared"][call], entry["pristine"][call]))
             return trial, modified
         except (protocol.ProtocolError, KeyError, TypeError, ValueError, IndexError, RuntimeError,
                 MemoryError) as exc:
@@ -370,6 +392,8 @@ def run_reference(job: ChildJob, sock: socket.socket) -> None:
             side.make_inputs(msg)
         elif isinstance(msg, m.RunBatch):
             side.run(msg, fds)
+        elif isinstance(msg, m.FillInputs):
+            side.fill_inputs(msg)
         elif isinstance(msg, m.Compare):
             side.compare(msg, fds)
         elif isinstance(msg, m.Release):
