@@ -201,7 +201,8 @@ def _eval_files(solutions: list[Path], task: str, backend: str, size: str | None
     except KernelGymError as exc:
         _fail(str(exc))
     all_ok = True
-    with EvalPool(workers=1) as pool:
+    # One file: the worker's warm-ups for many evaluations would only delay this one.
+    with EvalPool(workers=1, warm_up=len(solutions) > 1) as pool:
         for path in solutions:
             try:
                 source = path.read_bytes()

@@ -61,6 +61,10 @@ class PoolConfig:
     # start every worker in the background at once (None: on a GPU machine, where a worker's start, ~6 s,
     # would otherwise land on the first evaluation each worker takes); elsewhere a worker starts when needed
     prestart: bool | None = None
+    # False: a worker skips the warm-ups that pay off only over many evaluations (the CPU profiler's
+    # dispatch mode, Triton's driver helper and compiler), for a pool that judges one candidate and closes
+    # (`kernelgym eval FILE`); an evaluation that needs one pays it in its own process instead
+    warm_up: bool = True
     max_tasks_per_worker: int = 200
     start_timeout_s: float = 120.0
     work_root: str | None = None
@@ -135,7 +139,7 @@ class _Worker:
         self.conn = Connection(os.dup(ours.fileno()))
         ours.close()
         self.conn.send({"work_root": work_root, "sandbox": config.sandbox, "has_gpu": self.pool.gpu,
-                        "slot": self.index})
+                        "slot": self.index, "warm_up": config.warm_up})
         if not self.conn.poll(config.start_timeout_s):
             self.stop()
             raise RuntimeError(f"kernelgym worker {self.index} did not start; see {work_root}/worker.log")

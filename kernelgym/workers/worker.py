@@ -21,7 +21,7 @@ def _serve(conn: Connection) -> None:
     from kernelgym.workers.sandbox import no_inspection
 
     no_inspection()
-    _preimport(config["has_gpu"])
+    _preimport(config["has_gpu"], warm_up=config.get("warm_up", True))
     from kernelgym.evaluation.pipeline import Pipeline
     from kernelgym.evaluation.result import EvalResult, Verdict
     from kernelgym.workers import locks
@@ -82,8 +82,9 @@ def _note_children(path: str) -> None:
     os.register_at_fork(after_in_child=note)
 
 
-def _preimport(has_gpu: bool) -> None:
-    """Import once here what every evaluation needs, so each forked process starts with it loaded.
+def _preimport(has_gpu: bool, warm_up: bool = True) -> None:
+    """Import once here what every evaluation needs, so each forked process starts with it loaded; with
+    warm_up, also pay here the one-time costs that only some evaluations meet.
 
     On a GPU machine nothing here may initialize the CUDA driver (it would be unusable in every forked
     process): the workers ask NVML whether a GPU exists (PYTORCH_NVML_BASED_CUDA_CHECK), and Triton's driver
@@ -108,17 +109,19 @@ def _preimport(has_gpu: bool) -> None:
         # e.g. no Triton on this machine: the candidate will say so itself
         except Exception:  # noqa: BLE001, S110
             pass
+    if not warm_up:
+        return
     if has_gpu:
         _build_triton_driver()
         from kernelgym.workers.triton_warm import warm_compiler
 
         warm_compiler()
         return  # the GPU profile is torch.profiler's: the dispatch mode below serves CPU evaluations
-    from kernelgym.evaluation.profile import warm_up
+    from kernelgym.evaluation.profile import warm_up as warm_profiler
 
     # The op timer's first use in a process imports torch._dynamo (about a second); paid here once rather
     # than in every CPU evaluation whose samples are too few to decide.
-    warm_up()
+    warm_profiler()
 
 
 def _build_triton_driver() -> None:

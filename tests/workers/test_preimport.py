@@ -26,3 +26,27 @@ def test_a_gpu_worker_preloads_what_the_profilers_first_use_imports():
                          timeout=300)
     assert "LATE 0 []" in out.stdout, out.stdout + out.stderr[-2000:]
     assert "CUDA False" in out.stdout, out.stdout
+
+
+def test_a_worker_for_one_evaluation_skips_the_warm_ups_and_still_judges(tmp_path):
+    """`kernelgym eval FILE` judges one candidate: the profiler's warm-up (about a second and a half on CI's
+    VMs) would only delay it. Without it the worker has not imported torch._dynamo, and the evaluation is
+    judged the same."""
+    from kernelgym import EvalPool
+    from kernelgym.solutions import examples
+    from kernelgym.tasks import bundled
+
+    script = textwrap.dedent("""
+        import sys
+        from kernelgym.workers.worker import _preimport
+        _preimport(has_gpu=False, warm_up=False)
+        print("DYNAMO", "torch._dynamo" in sys.modules)
+    """)
+    out = subprocess.run([sys.executable, "-c", script], check=False, capture_output=True, text=True,
+                         timeout=300)
+    assert "DYNAMO False" in out.stdout, out.stdout + out.stderr[-2000:]
+    relu = next(e for e in examples("cpp") if e.task_id == "bundled/L1/1_ReLU")
+    with EvalPool(workers=1, warm_up=False, work_root=str(tmp_path)) as pool:
+        result = pool.evaluate(bundled().get("L1/1_ReLU"), relu.source, backend="cpp", size="cpu",
+                               timing=False)
+    assert result.verdict.value == "ok", result.reasons
