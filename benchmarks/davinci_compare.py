@@ -3,12 +3,14 @@
     python benchmarks/davinci_compare.py RUN_DIR [RUN_DIR ...] [--resamples 10000]
 
 Each RUN_DIR holds the `results.json` that `davinci_cpu_run.py` writes (phases `before_sft`, `after_sft`,
-`after_rl`; a run started `--from-sft` carries the earlier run's first two). Prints, per phase, the compile
+`after_rl`; a run started `--from-sft` carries the earlier run's first two, and one with `--no-skills` adds
+`after_sft_no_skills`). Prints, per phase, the compile
 rate, the correct rate and fast_1 over the held-out tasks with 95% Wilson intervals, then each later phase
 against the one before it on the same tasks: the correct rate's difference with a paired bootstrap interval
 over tasks, and the exact McNemar test on the tasks whose verdict changed. Where the run trained
 (`rl/trajectories.jsonl`), the skills its own rollouts got admitted, and the later episodes that selected
-them against the other episodes of their steps.
+them against the other episodes of their steps. With several runs, each run's after-RL verdicts against the
+first run's, task by task.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ import math
 import random
 from pathlib import Path
 
-PHASES = ("before_sft", "after_sft", "after_rl")
+# after_sft_no_skills: the SFT model judged without skills, the anchor of a run trained without them
+PHASES = ("before_sft", "after_sft", "after_sft_no_skills", "after_rl")
 
 
 def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -87,6 +90,24 @@ def main() -> None:
             print(f"- {later} vs {earlier}: correct rate {diff:+.3f} (paired bootstrap 95% {low:+.3f} to "
                   f"{high:+.3f}); tasks gained {gained}, lost {lost} (exact McNemar p = {p:.3f})")
         skills_in_the_loop(Path(run))
+    versus_first(args.runs, args.resamples)
+
+
+def versus_first(runs: list[str], resamples: int) -> None:
+    """Each later run's after-RL correct rate against the first run's, over the same held-out tasks."""
+    finals = [json.loads((Path(r) / "results.json").read_text()).get("after_rl") for r in runs]
+    if len(runs) < 2 or not finals[0]:
+        return
+    print(f"\nafter RL, against {runs[0]}:")
+    first = correct_by_task(finals[0])
+    for run, final in zip(runs[1:], finals[1:]):
+        if not final:
+            continue
+        other = correct_by_task(final)
+        diff, low, high = paired_bootstrap(first, other, resamples)
+        gained, lost, p = mcnemar_exact(first, other)
+        print(f"- {run}: correct rate {diff:+.3f} (paired bootstrap 95% {low:+.3f} to {high:+.3f}); "
+              f"tasks gained {gained}, lost {lost} (exact McNemar p = {p:.3f})")
 
 
 def skills_in_the_loop(run: Path) -> None:

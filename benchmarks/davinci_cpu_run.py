@@ -90,6 +90,10 @@ def main() -> None:
             results["sft"]["from"] = ARGS.from_sft
             sft_dir = Path(ARGS.from_sft) / "sft" / "model"
             backbone = Backbone(replace(backbone_config, model=str(sft_dir)))
+            if ARGS.no_skills:  # the anchor of the ablation: the same SFT model, judged without skills
+                results["after_sft_no_skills"] = evaluate(backbone, pool, ARGS.tokens)
+                print("after SFT, no skills", results["after_sft_no_skills"], flush=True)
+                save()
         else:
             backbone = Backbone(backbone_config)
             results["before_sft"] = evaluate(backbone, pool, ARGS.tokens)
@@ -112,9 +116,11 @@ def main() -> None:
         rl = RLConfig(backbone=replace(backbone_config, model=str(sft_dir)),
                       episode=EpisodeConfig(task_ids=train, max_turns=ARGS.turns, eval_options=JUDGE,
                                             policy_tokens=ARGS.tokens, gate_runs=2,
+                                            summarize="never" if ARGS.no_skills else "verified",
                                             temperature=ARGS.temperature, **SETTING),
                       output_dir=str(out / "rl"), steps=ARGS.rl_steps, tasks_per_step=2,
                       group_size=ARGS.group, lr=ARGS.rl_lr, save_every=ARGS.save_every or ARGS.rl_steps,
+                      seed=ARGS.seed,
                       task_sampling="success" if ARGS.suite == "curriculum" else "uniform")
         t0 = time.monotonic()
         rl_result = run_rl(rl, backbone=backbone, pool=pool)
@@ -174,8 +180,14 @@ if __name__ == "__main__":
     parser.add_argument("--lora", action="store_true",
                         help="rank-8 LoRA adapters per role (small checkpoints)")
     parser.add_argument("--save-every", type=int, default=0, help="RL checkpoint interval (0: at the end)")
+    parser.add_argument("--seed", type=int, default=0, help="RL's seed (task draws and sampling)")
+    parser.add_argument("--no-skills", action="store_true",
+                        help="the policy role alone: no skills in any prompt, no summaries, no gate "
+                             "(the ablation without a skill library, in training and in evaluation)")
     ARGS = parser.parse_args()
     SETTING = {"backend": ARGS.backend, "size": "gpu" if ARGS.backend != "cpp" else "cpu"}
+    if ARGS.no_skills:
+        SETTING.update(skills=False, rerank=False)
     if ARGS.suite == "curriculum":
         SETTING["suite"] = "curriculum"
         HELD_OUT = curriculum_ids("heldout")
