@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Everything kernelgym runs on the H200 host, in one call: the gpu tests, the GPU benchmarks and a replay bench.
 #   bash benchmarks/gpu_run.sh [STEP ...]     steps: env tests results bench (default: all), pending
-# `pending` is what the CPU sessions changed and could not confirm on a GPU (about 4 minutes): the task
-# options' GPU test, a worker's start and `kernelgym eval`'s whole command, the reference's start-up parts
+# `pending` is what the CPU sessions changed and could not confirm on a GPU (about 9 minutes): the task
+# options' GPU test, the input handover's cheats, a worker's start and `kernelgym eval`'s whole command (with
+# and without the worker's warm-ups), the reference's start-up parts
 # with and without the cached task cost, and (with KERNELBENCH_ROOT) the judge phase of cold_build_gpu.py.
 # Knobs: TESTS_K (a pytest -k filter), TESTS_S / RESULTS_S / BENCH_S (step time limits), REPEATS, PHASES (of
 # gpu_results.py), BENCH_BACKENDS.
@@ -50,8 +51,13 @@ if has pending; then
   timeout 30 python3 benchmarks/worker_start.py >> "$OUT/pending.log" 2>&1
   timeout 30 python3 benchmarks/worker_start.py --whole >> "$OUT/pending.log" 2>&1
   relu=kernelgym/solutions/triton/level1/1_ReLU.py
-  s=$(now); timeout 40 python3 -m kernelgym.cli eval "$relu" --task bundled/L1/1_ReLU --backend triton --size gpu >> "$OUT/pending.log" 2>&1
-  echo "eval cli rc=$? start=$s end=$(now)" | tee -a "$OUT/steps.log"
+  # the GPU input handover (empty buffers mapped, filled while the candidate is frozen) and its two cheats
+  timeout 300 python3 -m pytest -m gpu -q -p no:cacheprovider tests/adversarial/test_corpus.py tests/gpu/test_gpu_smoke.py \
+    -k "precompute_while_mapping or lazy_outputs_on_read or relu_into_shared_input or examples_ok" > "$OUT/handover.log" 2>&1
+  echo "handover rc=$?" | tee -a "$OUT/steps.log"; tail -3 "$OUT/handover.log" | tee -a "$OUT/steps.log"
+  for backend in triton cuda; do  # kernelgym eval FILE's whole command, with and without the worker's warm-ups
+    timeout 100 python3 benchmarks/eval_startup.py --repeats 2 --backend $backend --task bundled/L1/1_ReLU 2>&1 | tail -4 | tee -a "$OUT/steps.log"
+  done
   for costs in --forget-costs ""; do
     timeout 60 python3 benchmarks/timing_parts.py L1/1_ReLU "$relu" 4 --backend triton --parts reference $costs 2>&1 | tail -1 | tee -a "$OUT/steps.log"
   done
