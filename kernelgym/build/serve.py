@@ -6,20 +6,12 @@ launcher module), this module builds it with kernelgym's flags and answers with 
 
 from __future__ import annotations
 
-import re
-
 from kernelgym import kernels
+from kernelgym.build import flags
 from kernelgym.workers import messages as m
 
-# Flags a lean build may add to kernelgym's own: optimisation switches and preprocessor defines.
-EXTRA_FLAGS = {"-ffast-math", "-funroll-loops", "-O2", "-O3", "-mavx2", "-mfma", "-march=native", "-fopenmp",
-               "--use_fast_math", "-lcublas", "-Xptxas", "-v", "-lineinfo", "-std=c++17"}
-_DEFINE = re.compile(r"-D[A-Za-z_][A-Za-z0-9_]*(=[A-Za-z0-9_.+-]*)?")
-
-
-def allowed_flag(flag: str, language: str) -> bool:
-    base = set(kernels.CUDA_FLAGS if language == "cuda" else kernels.CPP_FLAGS)
-    return flag in base or flag in EXTRA_FLAGS or bool(_DEFINE.fullmatch(flag))
+# The flags each lean build's language may carry (kernelgym's own are among them): see build/flags.py.
+LEAN_KINDS = {"cpp": ("cflags", "ldflags"), "cuda": ("cuda_cflags", "ldflags")}
 
 
 def serve(request: dict, timeout_s: float) -> tuple[m.Message, bool]:
@@ -34,11 +26,11 @@ def serve(request: dict, timeout_s: float) -> tuple[m.Message, bool]:
             return m.Built(str(triton_build.build(triton_build.ModuleRequest.from_meta(request)))), True
         build = kernels.BuildRequest(language, str(request.get("source")),
                                      tuple(str(f) for f in request.get("flags", [])))
-        refused = [f for f in build.flags if not allowed_flag(f, language)]
-        if language not in ("cpp", "cuda") or refused:
-            return m.BuildFailed(f"unsupported build request: flags {refused} are not allowed (kernelgym "
-                                 "fixes the compiler line; -D defines and common optimisation flags are "
-                                 "fine)"), True
+        if language not in LEAN_KINDS:
+            return m.BuildFailed(f"unsupported build request: language {language!r}"), True
+        refused = flags.refused(build.flags, *LEAN_KINDS[language])
+        if refused:
+            return m.BuildFailed(flags.why_refused(refused)), True
         existed = kernels.library_path(build).exists()
         return m.Built(str(kernels.compile_request(build, timeout_s=timeout_s))), existed
     except kernels.BuildError as exc:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kernelgym import kernels
-from kernelgym.build import torch_ext_split
+from kernelgym.build import flags, torch_ext_split
 from kernelgym.build.torch_pch import precompiled_header_dir
 
 # The split build (torch_ext_split) first, torch's own build for the rest (KERNELGYM_SPLIT_BUILD=0: torch's).
@@ -58,8 +58,16 @@ class ExtensionRequest:
         functions = strings("functions")
         if not all(f.isidentifier() for f in functions):
             raise kernels.BuildError("function names must be identifiers", "")
-        return cls(name, strings("cpp_sources"), strings("cuda_sources"), functions, strings("extra_cflags"),
-                   strings("extra_cuda_cflags"), strings("extra_ldflags"))
+        cflags, ldflags = strings("extra_cflags"), strings("extra_ldflags")
+        cuda_cflags = strings("extra_cuda_cflags")
+        # They reach command lines this worker runs (torch's build: through /bin/sh): checked, not trusted.
+        refused = (flags.refused(cflags, "cflags", "ldflags")
+                   + flags.refused(cuda_cflags, "cuda_cflags", "ldflags")
+                   + flags.refused(ldflags, "ldflags", "cflags"))
+        if refused:
+            raise kernels.BuildError(flags.why_refused(refused), "")
+        return cls(name, strings("cpp_sources"), strings("cuda_sources"), functions, cflags, cuda_cflags,
+                   ldflags)
 
 
 def _bindings(functions: Sequence[str]) -> str:
