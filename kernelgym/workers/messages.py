@@ -36,8 +36,11 @@ recomputes the other's counts.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 import socket
+import types
+import typing
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -60,17 +63,45 @@ def send(sock: socket.socket, message: Message, blobs=(), fds=()) -> None:
     protocol.send(sock, message.kind, dataclasses.asdict(message), blobs, fds)
 
 
-def receive(sock: socket.socket) -> tuple[Message, list[bytearray], list[int]]:
-    """The next message, its blobs and passed descriptors; ProtocolError if it is not one of ours."""
-    kind, meta, blobs, fds = protocol.recv_with_fds(sock)
+def receive(sock: socket.socket, deadline: float | None = None,
+            max_blob_bytes: int = protocol.MAX_BLOB_BYTES) -> tuple[Message, list[bytearray], list[int]]:
+    """The next message, its blobs and passed descriptors; ProtocolError if it is not one of ours or a field
+    is not of its declared type (a candidate writes what it likes on its socket)."""
+    kind, meta, blobs, fds = protocol.recv_with_fds(sock, deadline=deadline, max_blob_bytes=max_blob_bytes)
     cls = _REGISTRY.get(kind)
     if cls is None:
         raise protocol.ProtocolError(f"unknown message {kind!r}")
-    names = {f.name for f in dataclasses.fields(cls)}
-    try:
-        return cls(**{k: v for k, v in meta.items() if k in names}), blobs, fds
-    except TypeError as exc:
-        raise protocol.ProtocolError(f"malformed {kind!r}: {exc}") from None
+    hints = _field_types(cls)
+    fields = {k: v for k, v in meta.items() if k in hints}
+    wrong = [k for k, v in fields.items() if not _fits(v, hints[k])]
+    if wrong:
+        raise protocol.ProtocolError(f"malformed {kind!r}: {', '.join(wrong)} not of the declared type")
+    return cls(**fields), blobs, fds
+
+
+@functools.cache
+def _field_types(cls: type[Message]) -> dict[str, Any]:
+    hints = typing.get_type_hints(cls)
+    return {f.name: hints[f.name] for f in dataclasses.fields(cls)}
+
+
+def _fits(value: Any, hint: Any) -> bool:
+    """Whether a decoded JSON value is of a field's declared type (containers checked element by element)."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if hint is Any:
+        return True
+    if origin in (typing.Union, types.UnionType):
+        return any(_fits(value, a) for a in args)
+    if hint is type(None):
+        return value is None
+    if hint in (int, float):
+        return isinstance(value, int | float if hint is float else int) and not isinstance(value, bool)
+    if origin is list or hint is list:
+        return isinstance(value, list) and (not args or all(_fits(v, args[0]) for v in value))
+    if origin is dict or hint is dict:
+        return isinstance(value, dict) and (not args or all(_fits(k, args[0]) and _fits(v, args[1])
+                                                            for k, v in value.items()))
+    return isinstance(value, hint) if isinstance(hint, type) else True
 
 
 # both processes ------------------------------------------------------------------------------------------

@@ -52,12 +52,11 @@ class EvalProcess:
 
     # talking --------------------------------------------------------------------------------------------
     def receive(self, deadline: float) -> tuple[m.Message, list[bytearray], list[int]]:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
+        if deadline - time.monotonic() <= 0:
             raise TimeoutError
-        self.sock.settimeout(remaining)
-        try:
-            return m.receive(self.sock)
+        blobs = 0 if self.candidate else protocol.MAX_BLOB_BYTES  # a candidate sends none
+        try:  # the whole message by the deadline
+            return m.receive(self.sock, deadline, max_blob_bytes=blobs)
         except TimeoutError:
             raise TimeoutError from None
         except (protocol.ProtocolError, OSError) as exc:

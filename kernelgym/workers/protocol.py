@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import socket
 import struct
+import time
 from typing import Any
 
 from kernelgym.errors import KernelGymError
@@ -36,12 +37,28 @@ def send(sock: socket.socket, kind: str, meta: dict[str, Any] | None = None, blo
         sock.sendall(blob)
 
 
-def _read_exact(sock: socket.socket, size: int) -> bytearray:
-    buffer = bytearray(size)
-    view = memoryview(buffer)
+_FIRST_CHUNK = 1 << 26  # a blob's buffer grows as its bytes arrive: a size in a header reserves nothing
+
+
+def _wait_budget(sock: socket.socket, deadline: float | None) -> None:
+    """Before each read: the time left to the whole message's deadline (a peer that trickles its bytes
+    would otherwise reset a per-read timeout forever)."""
+    if deadline is None:
+        return
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        raise TimeoutError
+    sock.settimeout(remaining)
+
+
+def _read_exact(sock: socket.socket, size: int, deadline: float | None = None) -> bytearray:
+    buffer = bytearray(min(size, _FIRST_CHUNK))
     got = 0
     while got < size:
-        n = sock.recv_into(view[got:], min(size - got, 1 << 24))
+        if got == len(buffer):
+            buffer.extend(bytes(min(size - got, len(buffer))))
+        _wait_budget(sock, deadline)
+        n = sock.recv_into(memoryview(buffer)[got:], min(len(buffer) - got, 1 << 24))
         if n == 0:
             raise ProtocolError("peer closed the connection")
         got += n
@@ -55,26 +72,32 @@ def recv(sock: socket.socket) -> tuple[str, dict[str, Any], list[bytearray]]:
     return kind, meta, blobs
 
 
-def recv_with_fds(sock: socket.socket,
-                  max_fds: int = 4) -> tuple[str, dict[str, Any], list[bytearray], list[int]]:
+Received = tuple[str, dict[str, Any], list[bytearray], list[int]]
+
+
+def recv_with_fds(sock: socket.socket, max_fds: int = 4, deadline: float | None = None,
+                  max_blob_bytes: int = MAX_BLOB_BYTES) -> Received:
+    """One message. With a deadline, the whole message must arrive by it (TimeoutError), however its bytes
+    are spread; `max_blob_bytes` caps what a peer may announce (0 for one that never sends blobs)."""
+    _wait_budget(sock, deadline)
     data, fds, _, _ = socket.recv_fds(sock, _LENGTH.size, max_fds)
     if not data:
         raise ProtocolError("peer closed the connection")
-    prefix = bytes(data) + (bytes(_read_exact(sock, _LENGTH.size - len(data))) if len(data) < _LENGTH.size
-                            else b"")
-    (length,) = _LENGTH.unpack(prefix)
     try:
+        prefix = bytes(data) + (bytes(_read_exact(sock, _LENGTH.size - len(data), deadline))
+                                if len(data) < _LENGTH.size else b"")
+        (length,) = _LENGTH.unpack(prefix)
         if length > MAX_HEADER_BYTES:
             raise ProtocolError(f"header of {length} bytes")
         try:
-            header = json.loads(_read_exact(sock, length))
+            header = json.loads(_read_exact(sock, length, deadline))
             kind, meta, sizes = str(header["kind"]), dict(header["meta"]), [int(s) for s in header["blobs"]]
-        except (ValueError, KeyError, TypeError) as exc:
-            raise ProtocolError(f"malformed header: {exc}") from None
-        if any(s < 0 or s > MAX_BLOB_BYTES for s in sizes):
+        except (ValueError, KeyError, TypeError, RecursionError) as exc:  # RecursionError: nesting
+            raise ProtocolError(f"malformed header: {type(exc).__name__}") from None
+        if any(s < 0 or s > max_blob_bytes for s in sizes):
             raise ProtocolError("blob size out of range")
-        return kind, meta, [_read_exact(sock, s) for s in sizes], list(fds)
-    except ProtocolError:
+        return kind, meta, [_read_exact(sock, s, deadline) for s in sizes], list(fds)
+    except (ProtocolError, TimeoutError):
         for fd in fds:
             _close(fd)
         raise
