@@ -6,6 +6,10 @@ launcher module), this module builds it with kernelgym's flags and answers with 
 
 from __future__ import annotations
 
+import contextlib
+import os
+import resource
+
 from kernelgym import kernels
 from kernelgym.build import flags
 from kernelgym.workers import messages as m
@@ -14,8 +18,42 @@ from kernelgym.workers import messages as m
 LEAN_KINDS = {"cpp": ("cflags", "ldflags"), "cuda": ("cuda_cflags", "ldflags")}
 
 
+# What one compiler process of a build may take: its heap (and private mappings), and any file it writes.
+# A source can make the compiler allocate without end (`#include "/dev/zero"` asked for 8, then 16 GiB) and
+# builds run in the worker, outside the candidate's sandbox: on a small host that was the OOM killer's call.
+BUILD_FILE_BYTES = 4 << 30  # a precompiled header is under 1 GiB, an extension's library far less
+
+
+def build_data_bytes() -> int:
+    return min(16 << 30, os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 3)
+
+
+@contextlib.contextmanager
+def build_limits():
+    """Lower this process's soft limits for the length of a build, so that every compiler it starts
+    inherits them (torch's and Triton's builds start their own), then put them back."""
+    caps = {resource.RLIMIT_DATA: build_data_bytes(), resource.RLIMIT_FSIZE: BUILD_FILE_BYTES}
+    saved = {which: resource.getrlimit(which) for which in caps}
+    try:
+        for which, cap in caps.items():
+            soft, hard = saved[which]
+            if hard != resource.RLIM_INFINITY:
+                cap = min(cap, hard)
+            if soft == resource.RLIM_INFINITY or soft > cap:
+                resource.setrlimit(which, (cap, hard))
+        yield
+    finally:
+        for which, limits in saved.items():
+            resource.setrlimit(which, limits)
+
+
 def serve(request: dict, timeout_s: float) -> tuple[m.Message, bool]:
     """(Built | BuildFailed, whether it came from the cache)."""
+    with build_limits():
+        return _serve(request, timeout_s)
+
+
+def _serve(request: dict, timeout_s: float) -> tuple[m.Message, bool]:
     language = str(request.get("language"))
     try:
         if language == "torch_ext":
