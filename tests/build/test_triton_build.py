@@ -106,9 +106,19 @@ def test_a_kernel_request_is_keyed_by_ir_options_and_target_and_never_takes_file
     assert len({base.key, *(o.key for o in others)}) == 4
 
 
-def test_a_malformed_kernel_request_is_a_build_error(tmp_path):
+def test_a_kernel_request_is_refused_while_the_worker_side_compile_is_off(tmp_path):
+    """Off, no candidate may have the worker parse kernel text of its own (a red-team helper's find)."""
     from kernelgym.kernels import BuildError
 
+    assert not triton_build.TRUSTED_KERNEL_COMPILE
+    with pytest.raises(BuildError, match="candidate's own process"):
+        triton_build.build(ModuleRequest(triton_build.KERNEL_REQUEST, "{}"), root=tmp_path)
+
+
+def test_a_malformed_kernel_request_is_a_build_error(tmp_path, monkeypatch):
+    from kernelgym.kernels import BuildError
+
+    monkeypatch.setattr(triton_build, "TRUSTED_KERNEL_COMPILE", True)
     with pytest.raises(BuildError, match="malformed"):
         triton_build.build(ModuleRequest(triton_build.KERNEL_REQUEST, "{not json"), root=tmp_path)
     # IR that does not parse: the candidate's error
