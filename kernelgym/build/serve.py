@@ -9,9 +9,10 @@ from __future__ import annotations
 import contextlib
 import os
 import resource
+from pathlib import Path
 
 from kernelgym import kernels
-from kernelgym.build import flags
+from kernelgym.build import cache, flags
 from kernelgym.workers import messages as m
 
 # The flags each lean build's language may carry (kernelgym's own are among them): see build/flags.py.
@@ -21,7 +22,7 @@ LEAN_KINDS = {"cpp": ("cflags", "ldflags"), "cuda": ("cuda_cflags", "ldflags")}
 # What one compiler process of a build may take: its heap (and private mappings), and any file it writes.
 # A source can make the compiler allocate without end (`#include "/dev/zero"` asked for 8, then 16 GiB) and
 # builds run in the worker, outside the candidate's sandbox: on a small host that was the OOM killer's call.
-BUILD_FILE_BYTES = 4 << 30  # a precompiled header is under 1 GiB, an extension's library far less
+BUILD_FILE_BYTES = 2 << 30  # a precompiled header is under 1 GiB, an extension's library far less
 
 
 def build_data_bytes() -> int:
@@ -50,7 +51,15 @@ def build_limits():
 def serve(request: dict, timeout_s: float) -> tuple[m.Message, bool]:
     """(Built | BuildFailed, whether it came from the cache)."""
     with build_limits():
-        return _serve(request, timeout_s)
+        reply, cached = _serve(request, timeout_s)
+    if isinstance(reply, m.Built):
+        artifact = Path(reply.path)
+        entry = next((p for p in (artifact, *artifact.parents) if p.parent.name in cache.ENTRY_FOLDERS), None)
+        if entry is not None:
+            cache.touch(entry)
+        if not cached:  # the cache grew: back under its quota, least recently used first
+            cache.enforce_quota(kernels.cache_root())
+    return reply, cached
 
 
 def _serve(request: dict, timeout_s: float) -> tuple[m.Message, bool]:

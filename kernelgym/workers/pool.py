@@ -305,6 +305,9 @@ class EvalPool:
                 os.chmod(folder, 0o755)
             except OSError:
                 pass
+        from kernelgym.build import cache
+
+        cache.enforce_quota(self.cache_root)
         if self.config.warm_builds or (self.config.warm_builds is None and self.gpu):
             _warm_builds(self.cache_root)
         # Last in, first out: a caller that evaluates one candidate at a time keeps getting the same started
