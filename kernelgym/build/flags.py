@@ -16,7 +16,7 @@ response file of the solution's choosing (`-wrapper`, `-fplugin`, `-B`, `-specs`
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 _VALUE = r"[A-Za-z0-9_.+-]*"  # no '/', no ',': values that name nothing on disk
@@ -92,6 +92,12 @@ KINDS: dict[str, tuple[Callable[[str], bool], dict[str, Callable[[str], bool]]]]
     "cuda_cflags": (_cuda_single, _CUDA_PAIRS),
     "ldflags": (_link, {}),
 }
+
+
+def words(flags: Iterable[str]) -> tuple[str, ...]:
+    """The flags as the shell would have split them (`"-Xptxas -O3"` is two; torch's build passes a list item
+    to /bin/sh as it is): each word is then checked, and the build gets the words, never a string to split."""
+    return tuple(word for flag in flags for word in str(flag).split())
 
 
 def refused(flags: Sequence[str], *kinds: str) -> list[str]:

@@ -72,7 +72,7 @@ def _serve(request: dict, timeout_s: float) -> tuple[m.Message, bool]:
 
             return m.Built(str(triton_build.build(triton_build.ModuleRequest.from_meta(request)))), True
         build = kernels.BuildRequest(language, str(request.get("source")),
-                                     tuple(str(f) for f in request.get("flags", [])))
+                                     flags.words(str(f) for f in request.get("flags", [])))
         if language not in LEAN_KINDS:
             return m.BuildFailed(f"unsupported build request: language {language!r}"), True
         refused = flags.refused(build.flags, *LEAN_KINDS[language])

@@ -58,8 +58,8 @@ class ExtensionRequest:
         functions = strings("functions")
         if not all(f.isidentifier() for f in functions):
             raise kernels.BuildError("function names must be identifiers", "")
-        cflags, ldflags = strings("extra_cflags"), strings("extra_ldflags")
-        cuda_cflags = strings("extra_cuda_cflags")
+        cflags, ldflags = flags.words(strings("extra_cflags")), flags.words(strings("extra_ldflags"))
+        cuda_cflags = flags.words(strings("extra_cuda_cflags"))
         # They reach command lines this worker runs (torch's build: through /bin/sh): checked, not trusted.
         refused = (flags.refused(cflags, "cflags", "ldflags")
                    + flags.refused(cuda_cflags, "cuda_cflags", "ldflags")

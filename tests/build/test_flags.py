@@ -86,6 +86,15 @@ def test_flags_that_run_or_load_something_are_refused_in_every_list(flag):
         assert refused([flag], *kinds) == [flag], (kind, flag)
 
 
+def test_a_flag_holding_several_words_is_split_as_the_shell_would_and_each_checked():
+    from kernelgym.build.flags import words
+
+    assert words(["-Xptxas -O3", "  -O3 ", "", "-gencode arch=compute_90,code=sm_90"]) == (
+        "-Xptxas", "-O3", "-O3", "-gencode", "arch=compute_90,code=sm_90")
+    assert refused(words(["-Xptxas -O3", "-gencode arch=compute_90,code=sm_90"]), "cuda_cflags") == []
+    assert refused(words(["-O3 `id`"]), "cflags") == ["`id`"]
+
+
 def test_an_option_is_refused_with_the_argument_it_takes():
     assert refused(["-Xcompiler", "-fplugin=/tmp/x.so"], "cuda_cflags") == ["-Xcompiler -fplugin=/tmp/x.so"]
     assert refused(["-Xptxas"], "cuda_cflags") == ["-Xptxas"]
