@@ -45,6 +45,12 @@ def _marker(dotted: str) -> str:
     return "" if name == "load" and not dotted.endswith("cpp_extension.load") else name
 
 
+def _empty(value: ast.expr) -> bool:
+    """`cuda_sources=None`, `[]`, `()` or `""`: no CUDA source (models write it out on CPU builds)."""
+    return (isinstance(value, ast.Constant) and not value.value) or (
+        isinstance(value, ast.List | ast.Tuple) and not value.elts)
+
+
 def used_markers(tree: ast.Module) -> set[str]:
     """Markers of every called function and decorator (`load_inline(cuda_sources=...)` is load_cuda)."""
     imported = _imported(tree)
@@ -55,7 +61,8 @@ def used_markers(tree: ast.Module) -> set[str]:
             head, _, rest = dotted.partition(".")
             name = _marker(f"{imported[head]}.{rest}".rstrip(".") if head in imported else dotted)
             used.add(name)
-            if name == "load_inline" and any(k.arg == "cuda_sources" for k in node.keywords):
+            if name == "load_inline" and any(k.arg == "cuda_sources" and not _empty(k.value)
+                                             for k in node.keywords):
                 used.add("load_cuda")
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             for dec in node.decorator_list:

@@ -28,9 +28,9 @@ HOST = [
     r"-std=(c|gnu)\+\+[0-9a-z]+",
     rf"-D{_NAME}(={_VALUE})?", rf"-U{_NAME}",
     rf"-f(?!plugin|use-ld)[A-Za-z0-9][A-Za-z0-9-]*(={_VALUE})?",  # -ffast-math, -fopenmp, -fPIC
-    rf"-m[a-z0-9][a-z0-9-]*(={_VALUE})?",  # -march=native, -mavx2, -mfma
+    rf"-m[a-z0-9][a-z0-9.-]*(={_VALUE})?",  # -march=native, -mavx2, -mfma, -msse4.2
     r"-W[a-z0-9][a-z0-9=+-]*",  # warnings (-Wl, -Wa, -Wp, hold a comma: refused)
-    r"-w", r"-g[0-3]?", r"-pthread", r"-pedantic", r"-v",
+    r"-w", r"-g[a-z0-9-]*", r"-pthread", r"-pedantic", r"-v", r"-pipe", r"--param=[a-z0-9-]+=[0-9]+",
     rf"-I{_PATH}",
 ]
 # nvcc's own options for device code.
@@ -49,8 +49,10 @@ CUDA = [
     r"(-Xptxas|--ptxas-options)=[A-Za-z0-9_.,=+-]+",
 ]
 LINK = [
-    r"-l[A-Za-z0-9_.+-]+", rf"-L{_PATH}", r"-pthread", r"-fopenmp", r"-shared",
-    rf"-Wl,(-O[0-3]|--as-needed|--no-as-needed|-rpath,{_PATH}|--rpath={_PATH})",
+    r"-l[A-Za-z0-9_.+-]+", rf"-L{_PATH}", r"-pthread", r"-fopenmp", r"-shared", r"-s", r"-rdynamic",
+    r"-static-libgcc", r"-static-libstdc\+\+",
+    (rf"-Wl,(-O[0-3]|--as-needed|--no-as-needed|--no-undefined|-rpath,{_PATH}|-?-rpath={_PATH}"
+     r"|-z,(now|relro|noexecstack|defs))"),
 ]
 
 
@@ -87,8 +89,14 @@ def _cuda_single(flag: str) -> bool:
     return _cuda(flag)
 
 
+# Host options whose argument is the next item: an include folder, a tuning parameter.
+_HOST_PAIRS: dict[str, Callable[[str], bool]] = {
+    "-I": lambda v: bool(re.fullmatch(_PATH, v)),
+    "--param": lambda v: bool(re.fullmatch(r"[a-z0-9-]+=[0-9]+", v)),
+}
+
 KINDS: dict[str, tuple[Callable[[str], bool], dict[str, Callable[[str], bool]]]] = {
-    "cflags": (_host, {}),
+    "cflags": (_host, _HOST_PAIRS),
     "cuda_cflags": (_cuda_single, _CUDA_PAIRS),
     "ldflags": (_link, {}),
 }

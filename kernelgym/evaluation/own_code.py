@@ -30,8 +30,10 @@ OWN, TORCH, GLUE, OTHER = "own", "torch", "glue", "other"
 PERIOD_NS = 1_000_000  # one sample per ms of a thread's CPU time: ~2% of it (20 µs a sample on CI's VMs)
 RING_PAGES = 64  # 256 KiB per thread: ~10 s of one thread's CPU time at 1 ms, longer than any batch's limit
 _TORCH_GLUE = ("libc10.", "libtorch_python", "libgomp", "libshm", "libiomp")
-_GLUE_LIBS = ("libc.so", "libc-", "libm.so", "libm-", "ld-linux", "libpthread", "libdl", "librt",
-              "libstdc++", "libgcc_s", "libutil", "libpython", "libz.so")
+# libmvec: glibc's vector math, which -ffast-math turns a solution's own std::exp loop into (like libm's
+# scalar calls); libgomp: the OpenMP runtime a -fopenmp solution links (torch's own copy is above).
+_GLUE_LIBS = ("libc.so", "libc-", "libm.so", "libm-", "libmvec", "ld-linux", "libpthread", "libdl", "librt",
+              "libstdc++", "libgcc_s", "libutil", "libpython", "libz.so", "libgomp")
 
 
 def _torch_folders() -> tuple[str, ...]:

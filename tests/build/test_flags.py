@@ -25,7 +25,8 @@ KINDS = {"extra_cflags": ("cflags", "ldflags"), "extra_cuda_cflags": ("cuda_cfla
 HONEST = {
     "extra_cflags": [["-O3"], ["-O3", "-fopenmp"], ["-O3", "-std=c++17", "-march=native", "-ffast-math"],
                      ["-DNDEBUG", "-std=c++20"], ["-O2", "-funroll-loops", "-mavx2", "-mfma", "-Wall"],
-                     ["-fPIC", "-w", "-g"]],
+                     ["-fPIC", "-w", "-g"], ["-msse4.2", "-pipe", "-ggdb", "--param", "max-unroll-times=8"],
+                     ["-I", "/usr/local/include", "--param=max-unroll-times=4"]],
     "extra_cuda_cflags": [["-O3", "--use_fast_math"], ["-O3", "--use_fast_math", "-Xptxas", "-O3",
                                                         "--expt-relaxed-constexpr"],
                           ["-std=c++20", "-O3", "-DNDEBUG", "-arch=sm_90a", "--expt-extended-lambda",
@@ -34,7 +35,9 @@ HONEST = {
                           ["-Xptxas=-O3", "-Xptxas=-v", "-lineinfo", "-gencode=arch=compute_90,code=sm_90"],
                           ["-gencode", "arch=compute_90a,code=sm_90a", "-Xcompiler=-fopenmp,-O3", "-O2"]],
     "extra_ldflags": [["-lcuda"], ["-lcudart", "-lcublas"], ["-L/usr/local/cuda/lib64", "-lcublas"],
-                      ["-fopenmp"], ["-Wl,-rpath,/usr/local/cuda/lib64", "-lcublasLt"]],
+                      ["-fopenmp"], ["-Wl,-rpath,/usr/local/cuda/lib64", "-lcublasLt"],
+                      ["-Wl,-rpath=/x", "-Wl,--no-undefined", "-Wl,-z,now", "-static-libgcc", "-rdynamic",
+                       "-s"]],
 }
 
 # Ways to have the toolchain (or the shell ninja runs it with) execute something of the solution's choosing.
