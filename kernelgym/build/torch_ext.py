@@ -13,6 +13,7 @@ import importlib.machinery
 import importlib.util
 import inspect
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -128,14 +129,48 @@ def _torch_build(request: ExtensionRequest, tmp: Path, root: Path | None) -> Non
         raise kernels.BuildError("compilation failed", str(exc)) from None
 
 
+_LOCAL_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"[^\n]*$', re.MULTILINE)
+_PRAGMA_ONCE = re.compile(r"^[ \t]*#[ \t]*pragma[ \t]+once[^\n]*$", re.MULTILINE)
+MAX_LOCAL_HEADER_BYTES = 4 << 20
+
+
+def with_local_headers(text: str, folders: list[Path], seen: set[Path] | None = None) -> str:
+    """The source with each `#include "x.h"` that names a file in `folders` (the source's own folder, the
+    extension's extra_include_paths) written in, once per file: the worker builds from the sources' text, in
+    a folder of its own, where such a header would not be found. Other includes stay as they are."""
+    seen = set() if seen is None else seen
+
+    def expand(match: re.Match) -> str:
+        for folder in folders:
+            path = Path(folder) / match.group(1)
+            if not path.is_file():
+                continue
+            real = path.resolve()
+            if real in seen:
+                return ""
+            seen.add(real)
+            if sum(p.stat().st_size for p in seen) > MAX_LOCAL_HEADER_BYTES:
+                return match.group(0)  # too large to carry: the build reports the header missing
+            header = _PRAGMA_ONCE.sub("", real.read_text(errors="replace"))
+            return with_local_headers(header, [real.parent, *folders], seen)
+        return match.group(0)
+
+    return _LOCAL_INCLUDE.sub(expand, text)
+
+
 def load_inline(name, cpp_sources, cuda_sources=None, functions=None, extra_cflags=None,
-                extra_cuda_cflags=None, extra_ldflags=None, **_ignored):
+                extra_cuda_cflags=None, extra_ldflags=None, extra_include_paths=None, **_ignored):
     """Drop-in for `torch.utils.cpp_extension.load_inline` inside an evaluation (same main arguments)."""
 
     def listed(value) -> tuple[str, ...]:
         if value is None:
             return ()
         return (value,) if isinstance(value, str) else tuple(value)
+
+    folders = [Path(p) for p in listed(extra_include_paths)]
+    if folders:
+        cpp_sources = [with_local_headers(s, folders) for s in listed(cpp_sources)]
+        cuda_sources = [with_local_headers(s, folders) for s in listed(cuda_sources)] or None
 
     def flags(value) -> tuple[str, ...]:  # torch joins flags with spaces: an empty one (`[""]`) is no flag
         return tuple(f for f in listed(value) if str(f).strip())
@@ -150,14 +185,18 @@ def load_inline(name, cpp_sources, cuda_sources=None, functions=None, extra_cfla
 CUDA_SUFFIXES = (".cu", ".cuh")
 
 
-def load(name, sources, extra_cflags=None, extra_cuda_cflags=None, extra_ldflags=None, **_ignored):
+def load(name, sources, extra_cflags=None, extra_cuda_cflags=None, extra_ldflags=None,
+         extra_include_paths=None, **_ignored):
     """Drop-in for `torch.utils.cpp_extension.load` (an extension from source files the solution wrote): the
-    files are read here and built like `load_inline` sources, by the trusted worker. Their own
-    PYBIND11_MODULE binds the functions, as torch's `load` expects."""
+    files are read here, with the headers they include from their own folder or extra_include_paths, and
+    built like `load_inline` sources by the trusted worker. Their own PYBIND11_MODULE binds the functions,
+    as torch's `load` expects."""
     paths = [sources] if isinstance(sources, str | os.PathLike) else list(sources)
+    include = [Path(p) for p in ([extra_include_paths] if isinstance(extra_include_paths, str)
+                                 else extra_include_paths or [])]
     cpp, cuda = [], []
     for path in paths:
-        text = Path(path).read_text()
+        text = with_local_headers(Path(path).read_text(), [Path(path).resolve().parent, *include])
         (cuda if str(path).endswith(CUDA_SUFFIXES) else cpp).append(text)
     return load_inline(name, cpp, cuda or None, None, extra_cflags, extra_cuda_cflags, extra_ldflags)
 
