@@ -102,10 +102,20 @@ KINDS: dict[str, tuple[Callable[[str], bool], dict[str, Callable[[str], bool]]]]
 }
 
 
+# What each list of a build accepts. A C++ line mixes compile and link flags (lean builds pass one list, and
+# solutions put -fopenmp or -lgomp in either of torch's); nvcc's takes its device options and link flags.
+ACCEPTED = {"cpp": ("cflags", "ldflags"), "cuda": ("cuda_cflags", "ldflags")}
+
+
 def words(flags: Iterable[str]) -> tuple[str, ...]:
     """The flags as the shell would have split them (`"-Xptxas -O3"` is two; torch's build passes a list item
     to /bin/sh as it is): each word is then checked, and the build gets the words, never a string to split."""
     return tuple(word for flag in flags for word in str(flag).split())
+
+
+def refused_for(flags: Sequence[str], language: str) -> list[str]:
+    """The flags (in order) a `language` ("cpp" or "cuda") command line does not accept."""
+    return refused(flags, *ACCEPTED[language])
 
 
 def refused(flags: Sequence[str], *kinds: str) -> list[str]:

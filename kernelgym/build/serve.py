@@ -15,10 +15,6 @@ from kernelgym import kernels
 from kernelgym.build import cache, flags
 from kernelgym.workers import messages as m
 
-# The flags each lean build's language may carry (kernelgym's own are among them): see build/flags.py.
-LEAN_KINDS = {"cpp": ("cflags", "ldflags"), "cuda": ("cuda_cflags", "ldflags")}
-
-
 # What one compiler process of a build may take: its heap (and private mappings), and any file it writes.
 # A source can make the compiler allocate without end (`#include "/dev/zero"` asked for 8, then 16 GiB) and
 # builds run in the worker, outside the candidate's sandbox: on a small host that was the OOM killer's call.
@@ -73,9 +69,9 @@ def _serve(request: dict, timeout_s: float) -> tuple[m.Message, bool]:
             return m.Built(str(triton_build.build(triton_build.ModuleRequest.from_meta(request)))), True
         build = kernels.BuildRequest(language, str(request.get("source")),
                                      flags.words(str(f) for f in request.get("flags", [])))
-        if language not in LEAN_KINDS:
+        if language not in flags.ACCEPTED:
             return m.BuildFailed(f"unsupported build request: language {language!r}"), True
-        refused = flags.refused(build.flags, *LEAN_KINDS[language])
+        refused = flags.refused_for(build.flags, language)  # kernelgym's own flags are among them
         if refused:
             return m.BuildFailed(flags.why_refused(refused)), True
         existed = kernels.library_path(build).exists()

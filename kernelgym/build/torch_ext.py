@@ -62,9 +62,8 @@ class ExtensionRequest:
         cflags, ldflags = flags.words(strings("extra_cflags")), flags.words(strings("extra_ldflags"))
         cuda_cflags = flags.words(strings("extra_cuda_cflags"))
         # They reach command lines this worker runs (torch's build: through /bin/sh): checked, not trusted.
-        refused = (flags.refused(cflags, "cflags", "ldflags")
-                   + flags.refused(cuda_cflags, "cuda_cflags", "ldflags")
-                   + flags.refused(ldflags, "ldflags", "cflags"))
+        refused = (flags.refused_for(cflags, "cpp") + flags.refused_for(cuda_cflags, "cuda")
+                   + flags.refused_for(ldflags, "cpp"))
         if refused:
             raise kernels.BuildError(flags.why_refused(refused), "")
         return cls(name, strings("cpp_sources"), strings("cuda_sources"), functions, cflags, cuda_cflags,

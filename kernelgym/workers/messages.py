@@ -69,13 +69,14 @@ def receive(sock: socket.socket, deadline: float | None = None,
     is not of its declared type (a candidate writes what it likes on its socket)."""
     kind, meta, blobs, fds = protocol.recv_with_fds(sock, deadline=deadline, max_blob_bytes=max_blob_bytes)
     cls = _REGISTRY.get(kind)
-    if cls is None:
-        raise protocol.ProtocolError(f"unknown message {kind!r}")
-    hints = _field_types(cls)
+    hints = _field_types(cls) if cls is not None else {}
     fields = {k: v for k, v in meta.items() if k in hints}
     wrong = [k for k, v in fields.items() if not _fits(v, hints[k])]
-    if wrong:
-        raise protocol.ProtocolError(f"malformed {kind!r}: {', '.join(wrong)} not of the declared type")
+    if cls is None or wrong:
+        for fd in fds:  # never keep a descriptor that came with a message refused
+            protocol.close_fd(fd)
+        raise protocol.ProtocolError(f"unknown message {kind!r}" if cls is None else
+                                     f"malformed {kind!r}: {', '.join(wrong)} not of the declared type")
     return cls(**fields), blobs, fds
 
 

@@ -52,10 +52,8 @@ class EvalProcess:
 
     # talking --------------------------------------------------------------------------------------------
     def receive(self, deadline: float) -> tuple[m.Message, list[bytearray], list[int]]:
-        if deadline - time.monotonic() <= 0:
-            raise TimeoutError
         blobs = 0 if self.candidate else protocol.MAX_BLOB_BYTES  # a candidate sends none
-        try:  # the whole message by the deadline
+        try:  # the whole message by the deadline (TimeoutError once it has passed)
             return m.receive(self.sock, deadline, max_blob_bytes=blobs)
         except TimeoutError:
             raise TimeoutError from None

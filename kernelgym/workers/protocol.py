@@ -68,7 +68,7 @@ def _read_exact(sock: socket.socket, size: int, deadline: float | None = None) -
 def recv(sock: socket.socket) -> tuple[str, dict[str, Any], list[bytearray]]:
     kind, meta, blobs, fds = recv_with_fds(sock)
     for fd in fds:  # not expected here: never leak a descriptor a peer pushed
-        _close(fd)
+        close_fd(fd)
     return kind, meta, blobs
 
 
@@ -99,11 +99,11 @@ def recv_with_fds(sock: socket.socket, max_fds: int = 4, deadline: float | None 
         return kind, meta, [_read_exact(sock, s, deadline) for s in sizes], list(fds)
     except (ProtocolError, TimeoutError):
         for fd in fds:
-            _close(fd)
+            close_fd(fd)
         raise
 
 
-def _close(fd: int) -> None:
+def close_fd(fd: int) -> None:
     import os
 
     try:

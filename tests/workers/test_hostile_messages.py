@@ -124,3 +124,19 @@ def test_a_trickled_message_is_the_candidates_timeout_within_the_stage_limit(poo
                            timeout_s=3.0, build_timeout_s=3.0)
     assert result.verdict is Verdict.TIMEOUT, result.reasons
     assert time.monotonic() - started < 30
+
+
+def test_descriptors_that_come_with_a_refused_message_are_closed():
+    import os
+
+    ours, theirs = socket.socketpair()
+    data = json.dumps({"kind": "batch_done", "meta": {"own_kernel_calls": "many"}, "blobs": [],
+                       "fds": 1}).encode()
+    read_end, write_end = os.pipe()
+    before = len(os.listdir("/proc/self/fd"))
+    socket.send_fds(theirs, [struct.pack("!Q", len(data)) + data], [read_end])
+    with pytest.raises(protocol.ProtocolError):
+        m.receive(ours)
+    assert len(os.listdir("/proc/self/fd")) == before
+    for fd in (read_end, write_end):
+        os.close(fd)
