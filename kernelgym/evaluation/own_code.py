@@ -24,7 +24,14 @@ import sys
 from collections import Counter
 from dataclasses import dataclass, field
 
-from kernelgym.evaluation.ip_sampler import ANON_EXEC, KERNEL, UNMAPPED, IpSampler, IpSamples
+from kernelgym.evaluation.ip_sampler import (
+    ANON_EXEC,
+    KERNEL,
+    UNMAPPED,
+    IpSampler,
+    IpSamples,
+    executable_mappings_at,
+)
 
 OWN, TORCH, GLUE, OTHER = "own", "torch", "glue", "other"
 PERIOD_NS = 1_000_000  # one sample per ms of a thread's CPU time: ~2% of it (20 µs a sample on CI's VMs)
@@ -34,6 +41,10 @@ _TORCH_GLUE = ("libc10.", "libtorch_python", "libgomp", "libshm", "libiomp")
 # scalar calls); libgomp: the OpenMP runtime a -fopenmp solution links (torch's own copy is above).
 _GLUE_LIBS = ("libc.so", "libc-", "libm.so", "libm-", "libmvec", "ld-linux", "libpthread", "libdl", "librt",
               "libstdc++", "libgcc_s", "libutil", "libpython", "libz.so", "libgomp")
+# A name proves nothing: any library copied into the candidate's folder as "libm.so.6-x" would pass (a red
+# team's OpenBLAS did). Such a name is glue only for a file the system installed, or one the trusted process
+# maps itself (a Python or C++ runtime outside the system folders), told by device and inode.
+_SYSTEM_LIB_FOLDERS = ("/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/")
 
 
 def _torch_folders() -> tuple[str, ...]:
@@ -48,6 +59,21 @@ def _python_files() -> tuple[str, ...]:
     dynload = os.path.join(sys.base_prefix, "lib", f"python{sys.version_info[0]}.{sys.version_info[1]}",
                            "lib-dynload") + os.sep
     return exe, os.path.realpath(dynload.rstrip(os.sep)) + os.sep
+
+
+def _file_id(path: str) -> tuple[int, int] | None:
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino
+
+
+def _mapped_file_ids(pid: int) -> set[tuple[int, int]]:
+    """(device, inode) of every executable file mapped in the process."""
+    ids = {_file_id(path) for _, _, path, _ in executable_mappings_at(pid) if path.startswith("/")}
+    ids.discard(None)
+    return ids
 
 
 def readable(symbol: str) -> str:
@@ -87,6 +113,7 @@ class Classifier:
         self._torch = _torch_folders()
         self._python = _python_files()
         self._seen: dict[str, str] = {}
+        self._trusted_maps: set[tuple[int, int]] | None = None  # files this (trusted) process maps
 
     def add_built(self, path: str) -> None:
         """A path the build service answered: a library, or a folder holding the extension's libraries."""
@@ -116,10 +143,18 @@ class Classifier:
             # kernel of the task: glue, like the interpreter. Compute is ATen's, told apart by symbol.
             return GLUE if os.path.basename(real).startswith(_TORCH_GLUE) else TORCH
         exe, dynload = self._python
-        name = os.path.basename(real)
-        if real == exe or real.startswith(dynload) or name.startswith(_GLUE_LIBS):
+        if real == exe or real.startswith(dynload) or self._runtime_library(real):
             return GLUE
         return OTHER
+
+    def _runtime_library(self, real: str) -> bool:
+        if not os.path.basename(real).startswith(_GLUE_LIBS):
+            return False
+        if real.startswith(_SYSTEM_LIB_FOLDERS):
+            return True
+        if self._trusted_maps is None:
+            self._trusted_maps = _mapped_file_ids(os.getpid())
+        return _file_id(real) in self._trusted_maps
 
 
 @dataclass

@@ -7,10 +7,12 @@ classification of the files and functions the samples fall in."""
 from __future__ import annotations
 
 import os
+import shutil
 from collections import Counter
 
 import torch
 
+from kernelgym.evaluation.ip_sampler import executable_mappings_at
 from kernelgym.evaluation.own_code import (
     GLUE,
     OTHER,
@@ -81,6 +83,22 @@ def test_files_are_classified_by_what_they_hold(tmp_path):
     assert classifier.classify("[anon exec]") == OTHER
     numpy_core = "/opt/venv/lib/python3.11/site-packages/numpy/core/_multiarray_umath.so"
     assert classifier.classify(numpy_core) == OTHER
+
+
+def test_a_runtime_library_name_is_not_enough(tmp_path):
+    """A red team copied OpenBLAS into the candidate's folder as "libm.so.6-blas" and was judged ok: the
+    name made it glue. A runtime library's name counts only for the system's files or the judge's own."""
+    libm = next(p for p in ("/lib/x86_64-linux-gnu/libm.so.6", "/usr/lib/x86_64-linux-gnu/libm.so.6",
+                            "/lib64/libm.so.6", "/usr/lib64/libm.so.6") if os.path.exists(p))
+    for name in ("libm.so.6-blas", "libgomp.so.1", "libstdc++.so.6", "libpython3.so"):
+        copy = tmp_path / name
+        shutil.copy(libm, copy)
+        assert Classifier().classify(str(copy)) == OTHER, name
+    assert Classifier().classify(libm) == GLUE
+    mapped_here = [path for _, _, path, _ in executable_mappings_at(os.getpid())
+                   if os.path.basename(path).startswith(("libstdc++", "libpython", "libgomp"))]
+    for path in mapped_here:  # what the trusted process runs itself, wherever it was installed
+        assert Classifier().classify(path) == GLUE, path
 
 
 def test_torch_housekeeping_is_told_from_its_compute():
