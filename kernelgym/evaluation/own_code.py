@@ -385,13 +385,13 @@ class CandidateWatch:
         self.reference_sampler = BatchSampler()  # the reference pays the same interrupts; its samples unread
 
     # the cgroup --------------------------------------------------------------------------------------------
-    def make_cgroup(self, cores: set[int]) -> list[str] | None:
+    def make_cgroup(self, cores: set[int], memory_bytes: int | None = None) -> list[str] | None:
         """The files the candidate's process writes itself into, first thing after the fork."""
         from kernelgym.workers.cgroup import CandidateCgroup
 
         if not self.on_cpu:
             return None
-        self.cgroup, why = CandidateCgroup.create(cores)
+        self.cgroup, why = CandidateCgroup.create(cores, memory_bytes)
         if self.cgroup is None:
             self.notes.append(f"no cgroup for the candidate ({why}); fallback: its cores are held by "
                               "affinity and checked per thread, its CPU time read per process in clock ticks")
@@ -409,6 +409,10 @@ class CandidateWatch:
 
     def cpu_ns(self) -> int:
         return self.cgroup.cpu_ns()
+
+    def oom_kills(self) -> int:
+        """The candidate's processes killed at its tree's memory limit (0 without a memory cgroup)."""
+        return self.cgroup.oom_kills() if self.cgroup is not None else 0
 
     # sampling ----------------------------------------------------------------------------------------------
     def judges_own_code(self) -> bool:

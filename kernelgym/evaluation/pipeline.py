@@ -56,7 +56,11 @@ class Pipeline:
                     self._heldout_shapes(job, result, eval_dir)
         except Outcome as outcome:
             result.verdict = outcome.finding.verdict or Verdict.CRASH
-            result.reasons.append(_dtype_named(outcome.finding, job))
+            finding = _dtype_named(outcome.finding, job)
+            if result.candidate_oom_kills:
+                finding = Reason(finding.rule, f"{finding.message} ({result.candidate_oom_kills} of the "
+                                               "candidate's processes were killed at its memory limit)")
+            result.reasons.append(finding)
             if result.timing is not None and result.verdict is not Verdict.OK:
                 result.timing.verified = False
         finally:

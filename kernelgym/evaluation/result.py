@@ -153,6 +153,8 @@ class EvalResult:
     stage_s: dict[str, float] = field(default_factory=dict)  # wall seconds per stage, where the time went
     # shapes="heldout": the drawn constants of each held-out shape checked, and whether it passed
     heldout_shapes: list[dict] | None = None
+    # the candidate's processes killed at its tree's memory limit: its own failure, never the host's
+    candidate_oom_kills: int = 0
 
     @property
     def ok(self) -> bool:
@@ -221,6 +223,7 @@ class EvalResult:
             }),
             output_tail=data.get("output_tail", ""), wall_s=data.get("wall_s", 0.0),
             stage_s=dict(data.get("stage_s", {})), heldout_shapes=data.get("heldout_shapes"),
+            candidate_oom_kills=int(data.get("candidate_oom_kills", 0)),
         )
 
     def to_feedback(self, max_chars: int = 4000) -> str:

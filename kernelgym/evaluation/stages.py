@@ -134,6 +134,7 @@ class Evaluation:
                     process.close()
             if self.readback is not None:
                 self.readback.close()
+            self.result.candidate_oom_kills = self.watch.oom_kills()
             self.watch.close()
             if self.candidate is not None:
                 self.result.output_tail = self.candidate.output_tail()
@@ -150,7 +151,8 @@ class Evaluation:
     def _spawn(self, target, name: str) -> EvalProcess:
         folder = os.path.join(self.eval_dir, name)
         os.mkdir(folder)
-        joins = self.watch.make_cgroup(self.cores) if target is run_candidate else None
+        joins = (self.watch.make_cgroup(self.cores, _tree_memory_bytes(self.pipeline.sandbox))
+                 if target is run_candidate else None)
         return EvalProcess(target, self.child_job, folder, self.pipeline.sandbox, self.device == "cuda",
                            cores=self.cores, cgroup_files=joins)
 
@@ -704,6 +706,21 @@ def _timed_outputs_checked():
     except Mismatch as mismatch:
         raise end(rules.OUTPUTS_CHANGED, f"call {mismatch.call + 1} of a later batch returned wrong outputs "
                                          f"({mismatch.trial.message})") from None
+
+
+def _tree_memory_bytes(sandbox) -> int | None:
+    """One memory limit for the candidate's whole tree: its per-process limit, at most half the host's
+    memory, so that no tree of children can exhaust the host (whose OOM kills are read as the judge's)."""
+    if sandbox.tree_memory_limit_mb:
+        return sandbox.tree_memory_limit_mb << 20
+    if not sandbox.memory_limit_mb:
+        return None
+    try:
+        host = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (OSError, ValueError):
+        host = 0
+    limit = sandbox.memory_limit_mb << 20
+    return min(limit, host // 2) if host else limit
 
 
 def _cores(threads: int, slot: int) -> set[int]:

@@ -9,6 +9,10 @@ before any candidate code runs, so every thread and process it ever makes is bor
   read-only (workers/sandbox.py) and it holds no capability.
 - CPU time: `cpuacct.usage` (v2: `cpu.stat` usage_usec) is every nanosecond any member ran, charged as it
   runs, so threads and children that exited are counted, and nothing has to be walked or summed in ticks.
+- memory: where the memory controller is there, the whole tree gets one limit (`memory.limit_in_bytes`,
+  v2 `memory.max`). Per-process address-space limits let a tree of children exhaust the host, and a host
+  OOM kill during a failed evaluation is read as the judge's failure (retried, then not charged); the
+  tree's own OOM kills (`oom_kill` in memory.oom_control, v2 memory.events) are the candidate's.
 
 Where cgroups cannot be made (not root, no hierarchy mounted, a read-only /sys) `CandidateCgroup.create`
 returns None with a one-line reason, and the worker falls back to the per-process accounting of
@@ -33,19 +37,21 @@ class CandidateCgroup:
 
     folders: tuple[str, ...]
     usage_file: str  # cpuacct.usage (ns) or, on v2, cpu.stat (usage_usec)
+    oom_file: str = ""  # memory.oom_control (v1) or memory.events (v2); "" when memory is not limited
 
     @classmethod
-    def create(cls, cores: set[int]) -> tuple[CandidateCgroup | None, str]:
-        """A fresh cgroup confined to `cores`, or (None, why not)."""
+    def create(cls, cores: set[int], memory_bytes: int | None = None) -> tuple[CandidateCgroup | None, str]:
+        """A fresh cgroup confined to `cores` (and, where the memory controller is there, to `memory_bytes`
+        for the whole tree), or (None, why not)."""
         if os.geteuid() != 0:
             return None, "not root: no cgroup for the candidate"
         name = f"eval-{os.getpid()}-{next(_serial)}-{time.monotonic_ns() % 10**9}"
         try:
             if os.path.isfile(os.path.join(ROOT, "cpuset", "cpuset.cpus")) and \
                     os.path.isfile(os.path.join(ROOT, "cpuacct", "cpuacct.usage")):
-                return cls._v1(name, cores), ""
+                return cls._v1(name, cores)._with_memory_v1(name, memory_bytes), ""
             if os.path.isfile(os.path.join(ROOT, "cgroup.controllers")):
-                return cls._v2(name, cores), ""
+                return cls._v2(name, cores, memory_bytes), ""
         except OSError as exc:
             return None, f"cgroup refused ({exc.strerror or exc}): {exc.filename or ''}".rstrip(": ")
         return None, f"no cpuset and cpuacct cgroup hierarchies mounted under {ROOT}"
@@ -66,17 +72,44 @@ class CandidateCgroup:
             raise
         return cls((cpuset, cpuacct), os.path.join(cpuacct, "cpuacct.usage"))
 
+    def _with_memory_v1(self, name: str, memory_bytes: int | None) -> CandidateCgroup:
+        hierarchy = os.path.join(ROOT, "memory")
+        if not memory_bytes or not os.path.isfile(os.path.join(hierarchy, "memory.limit_in_bytes")):
+            return self
+        folder = os.path.join(_parent(hierarchy), name)
+        try:
+            os.mkdir(folder)
+            _write(folder, "memory.limit_in_bytes", str(memory_bytes))
+        except OSError:
+            try:
+                os.rmdir(folder)
+            except OSError:
+                pass
+            return self  # cores and CPU time still hold; the host's OOM rule stays as it was
+        oom_file = os.path.join(folder, "memory.oom_control")
+        return CandidateCgroup((*self.folders, folder), self.usage_file, oom_file)
+
     @classmethod
-    def _v2(cls, name: str, cores: set[int]) -> CandidateCgroup:
+    def _v2(cls, name: str, cores: set[int], memory_bytes: int | None = None) -> CandidateCgroup:
         parent = os.path.join(ROOT, PARENT)
         os.makedirs(parent, exist_ok=True)
         _write(ROOT, "cgroup.subtree_control", "+cpuset +cpu")
         _write(parent, "cgroup.subtree_control", "+cpuset +cpu")
+        limited = bool(memory_bytes)
+        if limited:
+            try:
+                _write(ROOT, "cgroup.subtree_control", "+memory")
+                _write(parent, "cgroup.subtree_control", "+memory")
+            except OSError:
+                limited = False
         folder = os.path.join(parent, name)
         os.mkdir(folder)
         made = cls((folder,), os.path.join(folder, "cpu.stat"))
         try:
             _write(folder, "cpuset.cpus", _cpu_list(cores))
+            if limited:
+                _write(folder, "memory.max", str(memory_bytes))
+                made.oom_file = os.path.join(folder, "memory.events")
         except OSError:
             made.remove()
             raise
@@ -94,6 +127,19 @@ class CandidateCgroup:
             return int(text)
         usage = next(line for line in text.splitlines() if line.startswith("usage_usec"))
         return int(usage.split()[1]) * 1000
+
+    def oom_kills(self) -> int:
+        """Members the kernel killed at the tree's memory limit; 0 when memory is not limited."""
+        if not self.oom_file:
+            return 0
+        try:
+            with open(self.oom_file) as f:
+                for line in f:
+                    if line.startswith("oom_kill "):
+                        return int(line.split()[1])
+        except (OSError, ValueError):
+            pass
+        return 0
 
     def has_members(self) -> bool:
         with open(self.join_files()[0]) as f:

@@ -410,6 +410,8 @@ class EvalPool:
         full = self._disk_full()
         if full is not None:
             return full
+        if result.candidate_oom_kills:  # killed at its own tree's limit: the candidate's failure
+            return None
         if oom_before >= 0 and oom_kills() > oom_before:
             return (f"host_oom: the kernel's OOM killer ran during the evaluation "
                     f"(verdict was {result.verdict.value})")

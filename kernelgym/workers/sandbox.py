@@ -22,6 +22,9 @@ _own_mount_namespace = False  # set once this process has unshared its mounts: o
 class SandboxConfig:
     # address-space limit (skipped for GPU processes: CUDA maps huge ranges)
     memory_limit_mb: int | None = 16384
+    # one limit for the candidate's whole tree where a memory cgroup can be made (CPU evaluations as root);
+    # None: memory_limit_mb, at most half the host's memory
+    tree_memory_limit_mb: int | None = None
     file_size_limit_mb: int = 512  # largest file the candidate may write (bounds its printed output too)
     drop_privileges: bool = True  # as root: no capabilities, a read-only view of the filesystem (see isolate)
     isolate_network: bool = True  # a network namespace of its own, where the OS allows it

@@ -133,3 +133,58 @@ def test_the_sweep_kills_only_what_its_worker_forked():
         for p in (ours, theirs):
             p.kill()
             p.wait()
+
+
+TREE_BLOWS_ITS_LIMIT = '''
+import os, time, torch
+from kernelgym.kernels import load_cpp
+
+_lib = load_cpp(r"""
+#include <cstdint>
+extern "C" void relu(const float* x, float* y, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0 ? x[i] : 0;
+}
+""")
+
+
+class ModelNew(torch.nn.Module):
+    def forward(self, x):
+        children = []
+        for _ in range(2):  # a tree of children, each under the per-process limit, together over the tree's
+            pid = os.fork()
+            if pid == 0:
+                block = bytearray(300 << 20)
+                time.sleep(3)
+                os._exit(len(block) & 0)
+            children.append(pid)
+        if any(os.WIFSIGNALED(os.waitpid(pid, 0)[1]) for pid in children):
+            raise RuntimeError("a helper process died")
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        _lib.relu(x, y, x.numel())
+        return y
+'''
+
+
+def test_a_tree_killed_at_its_own_memory_limit_is_the_candidate_s_failure(relu_task):
+    """A red team's route to an unpaid retry: children that each stay under the per-process limit exhaust
+    the host, and a host OOM kill during a failed evaluation was read as the judge's failure. The tree now
+    has one limit (where a memory cgroup can be made) and its own kills are the candidate's."""
+    from kernelgym.workers.cgroup import CandidateCgroup
+    from kernelgym.workers.pool import PoolConfig
+    from kernelgym.workers.sandbox import SandboxConfig
+
+    probe, why = CandidateCgroup.create({0}, 256 << 20)
+    if probe is not None:
+        probe.remove()
+    if probe is None or not probe.oom_file:
+        assert os.geteuid() != 0 or not os.path.isdir("/sys/fs/cgroup/memory"), why
+        pytest.skip(f"no memory cgroup here: {why}")
+    config = PoolConfig(workers=1, gpu=False, sandbox=SandboxConfig(tree_memory_limit_mb=450),
+                        infra_backoff_s=0.1)
+    with EvalPool(config=config) as pool:
+        result = pool.evaluate(relu_task, TREE_BLOWS_ITS_LIMIT, backend="cpp")
+    assert result.verdict in (Verdict.RUNTIME_ERROR, Verdict.CRASH), result.reasons
+    assert result.candidate_oom_kills >= 1
+    assert "memory limit" in str(result.reasons[-1]), result.reasons
+    assert pool.infra.not_judged == 0 and not pool.infra.causes
