@@ -170,3 +170,26 @@ def test_the_profile_rules_in_the_order_they_are_decided():
     passthrough = {**honest, "torch_compute_share": 0.9, "heavy_torch_ops": ["sm90_xmma_gemm"]}
     rule, message = judge_profile(passthrough, 4, "cuda", options)
     assert rule is rules.TORCH_COMPUTE and "90%" in message and "sm90_xmma_gemm" in message
+
+
+def test_a_kernel_launched_by_aten_is_pytorch_s_whatever_its_name():
+    """A solution that defines a dummy kernel under the exact name of the cuBLAS kernel it then runs
+    through torch.mm used to be credited with cuBLAS's time. The profiler links every kernel to the op that
+    launched it; one launched inside an aten:: op is PyTorch's."""
+    from collections import Counter
+
+    from kernelgym.evaluation.profile import _gpu_summary, launched_by_aten
+
+    gemm = "sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x32_warpgroupsize1x1x1_execute_segment_k"
+    events = [_event(gemm, "CUDA", 900.0), _event("bias_relu_kernel", "CUDA", 100.0)]
+    launch = types.SimpleNamespace
+    profiled = [launch(name="aten::mm", kernels=[launch(name=gemm)]), launch(name="aten::empty", kernels=[]),
+                launch(name="forward", kernels=[launch(name="bias_relu_kernel")])]
+    by_aten = launched_by_aten(profiled)
+    assert by_aten == Counter({gemm: 1})
+    named_like_cublas = {gemm, "bias_relu_kernel"}
+    credited = _gpu_summary(events, own_calls=2, own=named_like_cublas)  # without the links: the old hole
+    assert credited["coverage"] == 1.0
+    summary = _gpu_summary(events, own_calls=2, own=named_like_cublas, by_aten=by_aten)
+    assert summary["own_kernel_ms"] == 0.1 and summary["torch_compute_share"] == 0.9
+    assert summary["heavy_ops_called"] == [gemm]
