@@ -128,20 +128,25 @@ def _torch_build(request: ExtensionRequest, tmp: Path, root: Path | None) -> Non
         raise kernels.BuildError("compilation failed", str(exc)) from None
 
 
-_LOCAL_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"[^\n]*$', re.MULTILINE)
+_LOCAL_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*(?:"([^"\n]+)"|<([^>\n]+)>)[^\n]*$', re.MULTILINE)
 _PRAGMA_ONCE = re.compile(r"^[ \t]*#[ \t]*pragma[ \t]+once[^\n]*$", re.MULTILINE)
 MAX_LOCAL_HEADER_BYTES = 4 << 20
 
 
-def with_local_headers(text: str, folders: list[Path], seen: set[Path] | None = None) -> str:
+def with_local_headers(text: str, folders: list[Path], seen: set[Path] | None = None,
+                       include_paths: list[Path] | None = None) -> str:
     """The source with each `#include "x.h"` that names a file in `folders` (the source's own folder, the
-    extension's extra_include_paths) written in, once per file: the worker builds from the sources' text, in
-    a folder of its own, where such a header would not be found. Other includes stay as they are."""
+    extension's extra_include_paths), and each `#include <x.h>` that names one on `include_paths` (the
+    extension's extra_include_paths, as the compiler's -I), written in, once per file and translation unit
+    (`seen`, shared by the sources compiled together): the worker builds from the sources' text, in a folder
+    of its own, where such a header would not be found. Other includes stay as they are."""
     seen = set() if seen is None else seen
+    include_paths = folders if include_paths is None else include_paths
 
     def expand(match: re.Match) -> str:
-        for folder in folders:
-            path = Path(folder) / match.group(1)
+        quoted, angled = match.group(1), match.group(2)
+        for folder in (folders if quoted else include_paths):
+            path = Path(folder) / (quoted or angled)
             if not path.is_file():
                 continue
             real = path.resolve()
@@ -151,7 +156,7 @@ def with_local_headers(text: str, folders: list[Path], seen: set[Path] | None = 
             if sum(p.stat().st_size for p in seen) > MAX_LOCAL_HEADER_BYTES:
                 return match.group(0)  # too large to carry: the build reports the header missing
             header = _PRAGMA_ONCE.sub("", real.read_text(errors="replace"))
-            return with_local_headers(header, [real.parent, *folders], seen)
+            return with_local_headers(header, [real.parent, *folders], seen, include_paths)
         return match.group(0)
 
     return _LOCAL_INCLUDE.sub(expand, text)
@@ -167,9 +172,11 @@ def load_inline(name, cpp_sources, cuda_sources=None, functions=None, extra_cfla
         return (value,) if isinstance(value, str) else tuple(value)
 
     folders = [Path(p) for p in listed(extra_include_paths)]
-    if folders:
-        cpp_sources = [with_local_headers(s, folders) for s in listed(cpp_sources)]
-        cuda_sources = [with_local_headers(s, folders) for s in listed(cuda_sources)] or None
+    if folders:  # the C++ sources are one translation unit, the CUDA ones another: one header set each
+        cpp_seen: set[Path] = set()
+        cuda_seen: set[Path] = set()
+        cpp_sources = [with_local_headers(s, folders, cpp_seen) for s in listed(cpp_sources)]
+        cuda_sources = [with_local_headers(s, folders, cuda_seen) for s in listed(cuda_sources)] or None
 
     def flags(value) -> tuple[str, ...]:  # torch joins flags with spaces: an empty one (`[""]`) is no flag
         return tuple(f for f in listed(value) if str(f).strip())
@@ -194,9 +201,13 @@ def load(name, sources, extra_cflags=None, extra_cuda_cflags=None, extra_ldflags
     include = [Path(p) for p in ([extra_include_paths] if isinstance(extra_include_paths, str)
                                  else extra_include_paths or [])]
     cpp, cuda = [], []
+    cpp_seen: set[Path] = set()  # the files are built as one C++ and one CUDA translation unit
+    cuda_seen: set[Path] = set()
     for path in paths:
-        text = with_local_headers(Path(path).read_text(), [Path(path).resolve().parent, *include])
-        (cuda if str(path).endswith(CUDA_SUFFIXES) else cpp).append(text)
+        is_cuda = str(path).endswith(CUDA_SUFFIXES)
+        text = with_local_headers(Path(path).read_text(), [Path(path).resolve().parent, *include],
+                                  cuda_seen if is_cuda else cpp_seen, include)
+        (cuda if is_cuda else cpp).append(text)
     return load_inline(name, cpp, cuda or None, None, extra_cflags, extra_cuda_cflags, extra_ldflags)
 
 

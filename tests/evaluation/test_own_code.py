@@ -102,6 +102,8 @@ def test_a_runtime_library_name_is_not_enough(tmp_path):
 
 
 def test_torch_housekeeping_is_told_from_its_compute():
+    # SLEEF: the vector math of a solution's own at::vec loop (an honest Sigmoid spent 42% there), like libmvec
+    assert is_housekeeping("Sleef_expf8_u10avx2") and is_housekeeping("Sleef_tanhf16_u10avx512f")
     assert is_housekeeping("_ZN2at6native12_GLOBAL__N_111fill_kernelERNS_14TensorIteratorERKN3c106ScalarE")
     assert is_housekeeping("_ZN3c1015CPUAllocatorImpl8allocateEm")
     assert is_housekeeping("_ZN5torch8autograd16validate_outputsERKSt6vectorINS0_4EdgeESaIS2_EE")  # engine
