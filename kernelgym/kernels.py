@@ -260,6 +260,8 @@ class KernelStats:
 
 
 KERNEL_STATS = KernelStats()
+# Operator namespaces that the solution's own libraries registered (TORCH_LIBRARY): their ops are its work.
+OWN_OP_NAMESPACES: set[str] = set()
 
 
 def load_cpp(source: str, extra_flags: Sequence[str] = ()) -> KernelLibrary:

@@ -163,8 +163,11 @@ def with_local_headers(text: str, folders: list[Path], seen: set[Path] | None = 
 
 
 def load_inline(name, cpp_sources, cuda_sources=None, functions=None, extra_cflags=None,
-                extra_cuda_cflags=None, extra_ldflags=None, extra_include_paths=None, **_ignored):
-    """Drop-in for `torch.utils.cpp_extension.load_inline` inside an evaluation (same main arguments)."""
+                extra_cuda_cflags=None, extra_ldflags=None, extra_include_paths=None, is_python_module=True,
+                **_ignored):
+    """Drop-in for `torch.utils.cpp_extension.load_inline` inside an evaluation (same main arguments).
+    With is_python_module=False the library is loaded as torch loads it, for the operators it registers
+    (TORCH_LIBRARY), and nothing is returned."""
 
     def listed(value) -> tuple[str, ...]:
         if value is None:
@@ -185,7 +188,49 @@ def load_inline(name, cpp_sources, cuda_sources=None, functions=None, extra_cfla
     request = ExtensionRequest(name, listed(cpp_sources), listed(cuda_sources), names, flags(extra_cflags),
                                flags(extra_cuda_cflags), flags(extra_ldflags))
     folder = kernels.remote_extension_builder(request) if kernels.remote_extension_builder else build(request)
+    if not is_python_module:
+        _load_operators(folder / f"{name}.so")
+        return None
     return _CountingModule(_import(name, folder / f"{name}.so"), names)
+
+
+def _load_operators(path: Path) -> None:
+    """Load a library that registers operators (TORCH_LIBRARY) and count each new operator's calls through
+    torch.ops as the solution's own kernel calls. Its namespaces are the solution's: the in-process profile
+    counts their ops as its own work, not PyTorch's."""
+    import torch
+
+    before = set(torch._C._dispatch_get_all_op_names())
+    torch.ops.load_library(str(path))
+    for full_name in sorted(set(torch._C._dispatch_get_all_op_names()) - before):
+        namespace, _, op = full_name.partition("::")
+        op = op.split(".")[0]
+        kernels.OWN_OP_NAMESPACES.add(namespace)
+        packet_holder = getattr(torch.ops, namespace)
+        packet = getattr(packet_holder, op)
+        if not isinstance(packet, _CountedOperator):
+            setattr(packet_holder, op, _CountedOperator(packet, f"{namespace}::{op}"))
+
+
+class _CountedOperator:
+    """torch.ops.<namespace>.<op> of the solution's own library, its calls counted like an extension's
+    functions; overloads (`.default`) and attributes are the operator's own."""
+
+    def __init__(self, packet, name: str):
+        self._packet, self._name = packet, name
+
+    def __call__(self, *args, **kwargs):
+        stats, clock = kernels.KERNEL_STATS, kernels.clock_ns
+        stats.depth += 1
+        start = clock()
+        try:
+            return self._packet(*args, **kwargs)
+        finally:
+            stats.depth -= 1
+            stats.record(self._name, clock() - start)
+
+    def __getattr__(self, name: str):
+        return getattr(self._packet, name)
 
 
 CUDA_SUFFIXES = (".cu", ".cuh")
