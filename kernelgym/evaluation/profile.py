@@ -249,7 +249,12 @@ def _gpu_summary(events, own_calls: int, own: set[str], by_aten: Counter | None 
     torch_kernels = [(k, ms) for k, ms in kernels_ms if not _is_own(k, own) and not _is_glue(k)]
     torch_ms = sum(ms for _, ms in torch_kernels)
     torch_share = torch_ms / total
+    # Kernel launches that are not the solution's own (its count of what PyTorch and the vendors launched,
+    # checked against the launches seen from outside its process); copies and memsets are no launches.
+    other_launches = sum(int(getattr(e, "count", 1) or 1) for e in events if _is_device_event(e)
+                         and not _is_own(e.key, own) and not e.key.startswith(("Memcpy", "Memset")))
     return {
+        "other_kernel_launches": other_launches,
         "coverage": own_ms / total if kernels_ms else 0.0,
         # Launched kernels the profiler saw, CUDA-graph replays included: the evidence that own kernels ran.
         "own_kernel_calls": max(own_calls, sum(1 for k, _ in kernels_ms if _is_own(k, own))),

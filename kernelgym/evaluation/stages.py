@@ -25,6 +25,7 @@ from kernelgym import backends
 from kernelgym.evaluation import own_code, rules
 from kernelgym.evaluation.compare import tolerance
 from kernelgym.evaluation.job import EvalJob
+from kernelgym.evaluation.launches import LaunchCounts, LaunchWatch, judge_launches
 from kernelgym.evaluation.options import EvalOptions
 from kernelgym.evaluation.outcome import Mismatch, Outcome, end
 from kernelgym.evaluation.outputs import FrozenReader, refuse_aliased_inputs
@@ -80,6 +81,7 @@ class _Batch:
     backward_kernel_calls: int = -1
     profile: dict = field(default_factory=dict)
     cpu_ns_exact: bool = False  # candidate_cpu_s came from its cgroup (every thread, to the ns)
+    launches: LaunchCounts | None = None  # GPU, the profiled batch: kernel launches seen from outside
 
 
 def seed_source(options: EvalOptions):
@@ -378,11 +380,17 @@ class Evaluation:
         cpu_before = self._candidate_cpu_s()
         if self.watch.judges_own_code():
             self.watch.start(self.candidate_pids(), self.cores)
+        launches = LaunchWatch() if profile and self.device == "cuda" else None
+        watching = launches is not None and launches.start(self.candidate.main_pid)
         start = time.perf_counter_ns()
         if inside_clock:
             self.candidate.thaw()
         self.to_candidate(message, fds=[fd] if fd is not None else ())
-        done = self.receive(m.BatchDone, self.stage, self.options.timeout_s)
+        try:
+            done = self.receive(m.BatchDone, self.stage, self.options.timeout_s)
+        finally:
+            if launches is not None:
+                record.launches = launches.stop() if watching else LaunchCounts(False, launches.refused)
         record.candidate_ms = (time.perf_counter_ns() - start) / 1e6
         self.done_at = time.perf_counter_ns()
         if self.device == "cpu":
@@ -674,6 +682,25 @@ class Evaluation:
         found = judge_profile(data, calls, self.job.backend, self.options)
         if found is not None:
             raise end(*found)
+        if record.launches is not None:
+            self._judge_launches(record.launches, data)
+
+    def _judge_launches(self, launches: LaunchCounts, data: dict) -> None:
+        """The launches seen from outside, beside the candidate's own profile: recorded always; deciding
+        only with `launch_rules` (not yet checked on a GPU host against honest solutions)."""
+        self.result.profile.launches = launches.to_dict()
+        if not launches.available:
+            self.result.static.warnings.append(f"launch evidence: {launches.reason}; the candidate's own "
+                                               "profile decided")
+            return
+        found = judge_launches(launches, data)
+        if found is None:
+            return
+        rule, message = found
+        if not self.options.launch_rules:
+            self.result.static.warnings.append(f"launch evidence (not deciding): {message}")
+            return
+        raise end(rules.KERNEL_NOT_CALLED if rule == "not_own" else rules.TORCH_COMPUTE, message)
 
     # ncu ----------------------------------------------------------------------------------------------------
     def ncu(self) -> None:

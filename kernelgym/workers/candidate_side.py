@@ -158,11 +158,20 @@ class _CandidateSide:
                 stand_in = NoWorkModel(calls, self.backward is not None, device)
                 no_work = lambda: run_batch(stand_in, calls, device,
                                             BackwardPass() if self.backward else None)
-            outputs, profile = profile_batch(lambda: run_batch(self.model, calls, device, self.backward),
-                                             device, self.launches, own, no_work)
+            described_inside: list = []
+
+            def profiled():
+                outs = run_batch(self.model, calls, device, self.backward)
+                if device.startswith("cuda"):  # copies it makes are launches the profile must show too
+                    described_inside.append(describe_outputs(outs, device, keep, calls=calls))
+                return outs
+
+            outputs, profile = profile_batch(profiled, device, self.launches, own, no_work)
+            described = described_inside[0] if described_inside else None
         else:
-            outputs = run_batch(self.model, calls, device, self.backward)
-        described = describe_outputs(outputs, device, keep, calls=calls)
+            outputs, described = run_batch(self.model, calls, device, self.backward), None
+        if described is None:
+            described = describe_outputs(outputs, device, keep, calls=calls)
         keep += [outputs, calls]
         self.kept[msg.batch] = keep
         backward_calls = self.backward.kernel_calls - backward_before if self.backward else -1
