@@ -155,7 +155,9 @@ def main() -> None:
     lines = [f"# launches by caller, seen from outside ({when})", ""]
     with tempfile.TemporaryDirectory() as folder:
         shared, static = build(Path(folder))
-        child = subprocess.Popen([sys.executable, "-c", CHILD, str(shared), str(static)],
+        script = Path(folder) / "child.py"  # Triton reads a kernel's source from its file
+        script.write_text(CHILD)
+        child = subprocess.Popen([sys.executable, str(script), str(shared), str(static)],
                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         try:
             assert child.stdout.readline().strip() == "ready"

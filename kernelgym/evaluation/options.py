@@ -38,9 +38,11 @@ class EvalOptions:
     max_cpu_time_ratio: float = 1.25  # CPU: the candidate tree's CPU time over wall time, per allowed thread
     profile: bool = True  # coverage and torch-compute check (CPU: cheap; GPU: torch.profiler)
     ncu: bool = False  # GPU: Nsight Compute counters per kernel after an ok verdict (costs seconds; opt-in)
-    # GPU: let the profiled batch's kernel launches, counted by library from outside the candidate
-    # (evaluation/launches.py), decide against its own profile; they are recorded either way
-    launch_rules: bool = False
+    # GPU: count the profiled batch's kernel launches by library from outside the candidate (uprobes,
+    # evaluation/launches.py) and record them. Opt-in: as written (an event per thread, function and
+    # library) it cost 4.7-4.9 s an evaluation on an H100 (benchmarks/launch_evidence_gpu.md)
+    launch_evidence: bool = False
+    launch_rules: bool = False  # and let them decide against the candidate's own profile (implies the above)
     ncu_timeout_s: float = 60.0
     threshold: float = 1.0  # a verified speedup needs the interval's low end above this
     implausible_speedup: float = 5.0  # above this the timing is repeated and must reproduce

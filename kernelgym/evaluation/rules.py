@@ -127,7 +127,10 @@ PROTOCOL = _rule("protocol", X, "a candidate process that breaks the conversatio
 WORKER_TIMEOUT = _rule("worker_timeout", INF, "a trusted worker that stops answering", "the pool's deadline")
 WORKER_CRASH = _rule("worker_crash", INF, "a trusted worker that dies", "the pool's connection to it")
 WORKER_ERROR = _rule("worker_error", INF, "a worker that cannot start or run", "the pool")
-HOST_OOM = _rule("host_oom", INF, "the host out of memory during an evaluation", "/proc/vmstat oom_kill")
+HOST_OOM = _rule("host_oom", INF,
+                 "the host out of memory during an evaluation, not at the candidate's own limit",
+                 "/proc/vmstat oom_kill; the candidate tree's memory cgroup (`oom_kill`), where one is made, "
+                 "makes its own kills its failure")
 DISK_FULL = _rule("disk_full", INF, "a full cache or work folder", "free space, read by the pool")
 INFRASTRUCTURE = _rule("infrastructure_error", INF, "(after the retries) an evaluation the judge could not "
                        "complete: not judged, never charged", "the pool's retries")

@@ -380,7 +380,8 @@ class Evaluation:
         cpu_before = self._candidate_cpu_s()
         if self.watch.judges_own_code():
             self.watch.start(self.candidate_pids(), self.cores)
-        launches = LaunchWatch() if profile and self.device == "cuda" else None
+        wanted = self.options.launch_evidence or self.options.launch_rules
+        launches = LaunchWatch() if profile and wanted and self.device == "cuda" else None
         watching = launches is not None and launches.start(self.candidate.main_pid)
         start = time.perf_counter_ns()
         if inside_clock:
