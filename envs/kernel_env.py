@@ -424,7 +424,7 @@ class KernelEnv(gym.Env[Observation, Action]):
             "solution": parsed.code,
             "reply_parse": parsed.origin,
             "best": ep.best.to_info() if ep.best else None,
-            "episode": {
+            "episode_summary": {  # not "episode": gymnasium's RecordEpisodeStatistics writes that key
                 "turns": ep.turn, "rewards": list(ep.rewards), "return": float(sum(ep.rewards)),
                 "verdicts": list(ep.verdicts), "evaluations": ep.evaluations, "best_speedup": ep.best_speedup,
                 "best_verified_speedup": ep.best_verified,

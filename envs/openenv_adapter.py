@@ -86,7 +86,7 @@ class KernelGymEnvironment(Environment[KernelAction, KernelObservation, KernelSt
 
     def step(self, action: KernelAction, timeout_s: float | None = None, **kwargs: Any) -> KernelObservation:
         observation, reward, terminated, truncated, info = self._env.step(action.reply)
-        episode = info.get("episode", {})
+        episode = info.get("episode_summary", {})
         result = info.get("result") or {}
         state = self._state
         state.step_count += 1

@@ -128,7 +128,7 @@ class KernelGymEnv(vf.Env[KernelGymEnvConfig]):
                     segment = await interaction.turn(str(observation["feedback"]) or "Try again.")
             trace = interaction.trace
             trace.record_reward("kernelgym", episode_reward(rewards, config.episode_reward), 1.0)
-            episode = info.get("episode", {})
+            episode = info.get("episode_summary", {})
             trace.info["kernelgym"] = {
                 "task_id": task.data.info["task_id"], "verdicts": verdicts, "rewards": rewards,
                 "best_speedup": episode.get("best_speedup", 0.0),

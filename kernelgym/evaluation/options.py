@@ -16,8 +16,8 @@ SHAPES = ("shown", "heldout")
 @dataclass
 class EvalOptions:
     size: str | None = None  # "cpu" or "gpu"; None: gpu when the run is on a GPU, else cpu
-    timeout_s: float = 60.0  # per run stage (correctness, timing, profile)
-    build_timeout_s: float = 300.0  # the build and import stage
+    timeout_s: float = 60.0  # per stage: import, __init__, correctness, timing, profile (builds aside)
+    build_timeout_s: float = 300.0  # each build, wherever it is asked for (at import, in __init__, forward)
     correctness_trials: int = 5
     perturbed_trials: int = 1  # of those, trials with scaled/shifted float inputs (where the task allows)
     timing: bool = True

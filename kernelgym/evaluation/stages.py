@@ -217,7 +217,9 @@ class Evaluation:
             try:
                 msg, _, fds = self.candidate.receive(deadline)
             except TimeoutError:
-                raise end(rules.TIMEOUT, f"the {stage} stage ran past its limit") from None
+                said = (f"the {stage} stage ran past its limit of {limit_s:g} s (timeout_s; builds get "
+                        "build_timeout_s)")
+                raise end(rules.TIMEOUT, said) from None
             except Died:
                 raise end(rules.CRASH,
                           f"the candidate's process {self.candidate.death()} during {stage}") from None
@@ -275,7 +277,9 @@ class Evaluation:
             raise end(rules.CRASH, "the candidate's process did not start") from None
         self.result.static.warnings.extend(hello.notes)
         self.result.static.warnings.extend(self.watch.check_joined())
-        self.receive(m.Loaded, "load", self.options.build_timeout_s)
+        # Importing gets the run limit like any stage: builds are served through it with their own limit
+        # (a reply whose import loops forever cost 300 s, the build limit, when import had that limit).
+        self.receive(m.Loaded, "load", self.options.timeout_s)
         self.result.build = BuildResult(True, round(self.build_s, 3), self.cached,
                                         runnable=self.mode != "compile")
         self.result.load = LoadResult(True, round(time.monotonic() - started - self.build_s, 3))

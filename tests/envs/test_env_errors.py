@@ -59,4 +59,4 @@ def test_no_code_is_judged_but_not_evaluated(l2):
     assert info["verdict"] == "no_code"
     assert info["judged"] is True  # charged: the agent's failed turn, a sample a trainer keeps
     assert info["evaluated"] is False  # it never reached the judge
-    assert info["episode"]["evaluations"] == 0 and info["turns_left"] == 3
+    assert info["episode_summary"]["evaluations"] == 0 and info["turns_left"] == 3

@@ -24,7 +24,7 @@ def test_outputs_carry_the_declared_keys(env):
     assert set(info) <= set(StepInfo.__annotations__)
     assert {"episode_id", "task_id", "turn", "turns_left", "verdict", "result", "episode"} <= set(info)
     assert "best" not in info and "solution" not in info  # no correct reply, no code: left out, not None
-    assert info["episode"]["return"] == reward and info["episode"]["verdicts"] == ["no_code"]
+    assert info["episode_summary"]["return"] == reward and info["episode_summary"]["verdicts"] == ["no_code"]
 
 
 def test_episode_ids_are_distinct_and_consistent(env):

@@ -39,7 +39,7 @@ def test_episode_replaying_the_bundled_solution(pool, relu_source, tmp_path):
     # 1: no code -> a failed turn, nothing evaluated
     obs, reward, terminated, truncated, info = env.step("Let me think about vectorization first.")
     assert (reward, terminated, truncated, info["verdict"]) == (-1.0, False, False, "no_code")
-    assert "No solution found" in obs["feedback"] and info["episode"]["evaluations"] == 0
+    assert "No solution found" in obs["feedback"] and info["episode_summary"]["evaluations"] == 0
     assert info["result"]["verdict"] == "no_code" and info["result"]["reasons"][0].startswith("no_code")
 
     # 2: the bundled solution -> correct, judged for real
@@ -50,7 +50,8 @@ def test_episode_replaying_the_bundled_solution(pool, relu_source, tmp_path):
     assert "Verdict: ok" in obs["feedback"] and "Turns left: 2 of 4" in obs["prompt"] and obs["turn"] == 2
     assert obs["last_speedup"][0] > 0 and obs["best_speedup"][0] == obs["last_speedup"][0]
     assert info["best"]["source"].strip() == relu_source.strip() and info["best"]["turn"] == 2
-    assert info["episode"]["rewards"] == [-1.0, reward] and info["episode"]["verdicts"] == ["no_code", "ok"]
+    summary = info["episode_summary"]
+    assert summary["rewards"] == [-1.0, reward] and summary["verdicts"] == ["no_code", "ok"]
     assert "bundled/L1/1_ReLU" in env.render() and "Verdict: ok" in env.render()
 
     # 3: the agent is done -> terminated, reward 0, best kept

@@ -27,7 +27,7 @@ def test_an_unjudged_turn_is_given_back_and_earns_nothing(broken_judge, relu_sol
         assert obs["turn"] == 0 and "does not count" in obs["feedback"]
     obs, reward, terminated, truncated, info = env.step(fenced(relu_solution))
     assert reward == 0.0 and truncated and not terminated and info["judged"] is False
-    assert info["episode"]["rewards"] == [0.0, 0.0, 0.0]
+    assert info["episode_summary"]["rewards"] == [0.0, 0.0, 0.0]
     with pytest.raises(gym.error.ResetNeeded):
         env.step(fenced(relu_solution))
     env.close()

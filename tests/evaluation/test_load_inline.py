@@ -80,3 +80,22 @@ def test_a_build_in_init_gets_the_build_limit_not_the_run_stage_limit(pool):
     result = pool.evaluate(task, unique, backend="cpp", timeout_s=2.0)
     assert result.verdict is Verdict.OK, result.reasons
     assert not result.build.cached and result.build.build_s > 2.0  # the build outlasted the stage limit
+
+
+@pytest.mark.slow
+def test_import_gets_the_run_limit_and_its_builds_the_build_limit(pool):
+    """Importing is a stage like any other: a module that loops at import ends at timeout_s, not at the
+    build limit (300 s a step for a reply that loops, as a new user found), while a build at import, longer
+    than that limit, still completes."""
+    task = bundled().get("L1/1_ReLU")
+    fresh = SOLUTION.replace("#include <torch/extension.h>",  # a source no cache has built before
+                             f"#include <torch/extension.h>\n// at import {time.time_ns()}", 1)
+    started = time.monotonic()
+    built = pool.evaluate(task, fresh, backend="cpp", timeout_s=2.0, timing=False)
+    assert built.verdict is Verdict.OK, built.reasons
+    assert not built.build.cached and built.build.build_s > 2.0
+    looping = SOLUTION + "\nimport time\nwhile True:\n    time.sleep(0.1)\n"
+    started = time.monotonic()
+    result = pool.evaluate(task, looping, backend="cpp", timeout_s=3.0, timing=False)
+    assert result.verdict is Verdict.TIMEOUT and "load stage" in str(result.reasons[0]), result.reasons
+    assert time.monotonic() - started < 60
