@@ -68,7 +68,7 @@ class StepInfo(TypedDict, total=False):
     solution: str  # the code taken from the reply; absent when there was none
     reply_parse: str  # where the code came from (a fenced block, the whole reply, ...)
     best: BestSolutionInfo  # absent until a reply is correct
-    episode: EpisodeStats
+    episode_summary: EpisodeStats  # not "episode": gymnasium's RecordEpisodeStatistics writes that key
     # False when the judge itself failed (infrastructure_error): the turn was given back, reward 0. True for
     # no_code: a reply without code is the agent's failed turn, charged (see `evaluated`).
     judged: bool

@@ -22,7 +22,8 @@ def test_outputs_carry_the_declared_keys(env):
     obs, reward, _terminated, _truncated, info = env.step("no code here")
     assert set(obs) == set(Observation.__annotations__) and env.observation_space.contains(obs)
     assert set(info) <= set(StepInfo.__annotations__)
-    assert {"episode_id", "task_id", "turn", "turns_left", "verdict", "result", "episode"} <= set(info)
+    assert {"episode_id", "task_id", "turn", "turns_left", "verdict", "result",
+            "episode_summary"} <= set(info)
     assert "best" not in info and "solution" not in info  # no correct reply, no code: left out, not None
     assert info["episode_summary"]["return"] == reward and info["episode_summary"]["verdicts"] == ["no_code"]
 
@@ -48,3 +49,12 @@ def test_best_solution_ranks_verified_first():
     assert verified.rank > measured_only.rank and verified.verified and not measured_only.verified
     assert measured_only.to_info() == {"source": "a", "speedup": 3.0, "verified": False, "turn": 1}
     assert verified.to_info()["verified_speedup"] == 1.5
+
+
+def test_gymnasium_s_episode_statistics_wrapper_works_unchanged(env):
+    """RecordEpisodeStatistics writes info["episode"] at an episode's end and asserts the key is free: the
+    env's own summary lives under "episode_summary" (a new user's wrapped env crashed at every end)."""
+    wrapped = gym.wrappers.RecordEpisodeStatistics(env)
+    wrapped.reset(seed=3)
+    _obs, _reward, terminated, _truncated, info = wrapped.step("DONE")
+    assert terminated and info["episode"]["l"] == 1 and "episode_summary" in info
