@@ -51,19 +51,34 @@ def _empty(value: ast.expr) -> bool:
         isinstance(value, ast.List | ast.Tuple) and not value.elts)
 
 
+def _builders() -> set[str]:
+    return {marker for n in names() for marker in markers(get(n))}
+
+
 def used_markers(tree: ast.Module) -> set[str]:
-    """Markers of every called function and decorator (`load_inline(cuda_sources=...)` is load_cuda)."""
+    """Markers of every called function and decorator (`load_inline(cuda_sources=...)` is load_cuda), and
+    of a builder passed on or bound to another name (`functools.partial(load_inline, ...)`,
+    `build = load_inline`): what is then called through that name is judged by what runs."""
     imported = _imported(tree)
+    builders = _builders()
+
+    def resolved(node: ast.AST) -> str:
+        dotted = _dotted(node)
+        head, _, rest = dotted.partition(".")
+        return _marker(f"{imported[head]}.{rest}".rstrip(".") if head in imported else dotted)
+
     used: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
-            dotted = _dotted(node.func)
-            head, _, rest = dotted.partition(".")
-            name = _marker(f"{imported[head]}.{rest}".rstrip(".") if head in imported else dotted)
-            used.add(name)
-            if name == "load_inline" and any(k.arg == "cuda_sources" and not _empty(k.value)
-                                             for k in node.keywords):
+            called = [resolved(node.func)]
+            called += [m for m in map(resolved, node.args) if m in builders]  # partial(load_inline, ...)
+            used.update(called)
+            if "load_inline" in called and any(k.arg == "cuda_sources" and not _empty(k.value)
+                                               for k in node.keywords):
                 used.add("load_cuda")
+        elif isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
+            if (name := resolved(node.value)) in builders:  # build = load_inline
+                used.add(name)
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             for dec in node.decorator_list:
                 used.add(_last(_dotted(dec.func if isinstance(dec, ast.Call) else dec)))

@@ -237,7 +237,7 @@ CUDA_SUFFIXES = (".cu", ".cuh")
 
 
 def load(name, sources, extra_cflags=None, extra_cuda_cflags=None, extra_ldflags=None,
-         extra_include_paths=None, **_ignored):
+         extra_include_paths=None, is_python_module=True, **_ignored):
     """Drop-in for `torch.utils.cpp_extension.load` (an extension from source files the solution wrote): the
     files are read here, with the headers they include from their own folder or extra_include_paths, and
     built like `load_inline` sources by the trusted worker. Their own PYBIND11_MODULE binds the functions,
@@ -253,7 +253,8 @@ def load(name, sources, extra_cflags=None, extra_cuda_cflags=None, extra_ldflags
         text = with_local_headers(Path(path).read_text(), [Path(path).resolve().parent, *include],
                                   cuda_seen if is_cuda else cpp_seen, include)
         (cuda if is_cuda else cpp).append(text)
-    return load_inline(name, cpp, cuda or None, None, extra_cflags, extra_cuda_cflags, extra_ldflags)
+    return load_inline(name, cpp, cuda or None, None, extra_cflags, extra_cuda_cflags, extra_ldflags,
+                       is_python_module=is_python_module)
 
 
 def _import(name: str, path: Path):

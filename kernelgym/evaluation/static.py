@@ -58,13 +58,42 @@ def _dotted(node: ast.AST) -> str:
     return ""
 
 
+def _model_new(tree: ast.Module) -> ast.ClassDef | str | None:
+    """The class ModelNew names: its definition; the name of what it is bound to (`ModelNew = Fused`), for a
+    class defined elsewhere or made at run time, whose contract only the run can check; or None."""
+    classes = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
+    bound = None
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == "ModelNew":
+            bound = node
+        elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "ModelNew"
+                                                  for t in node.targets):
+            named = node.value.id if isinstance(node.value, ast.Name) else ""
+            bound = classes.get(named) or (named or "an expression")
+    if bound is None:  # a definition nested elsewhere (inside a guard): the last one
+        nested = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == "ModelNew"]
+        bound = nested[-1] if nested else None
+    return bound
+
+
+def _has_forward(model_new: ast.ClassDef) -> bool:
+    for node in model_new.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == "forward":
+            return True
+        targets = node.targets if isinstance(node, ast.Assign) else \
+            [node.target] if isinstance(node, ast.AnnAssign) and node.value is not None else []
+        if any(isinstance(t, ast.Name) and t.id == "forward" for t in targets):  # forward = _fused
+            return True
+    return False
+
+
 def _contract(tree: ast.Module, backend: Backend) -> list[Reason]:
-    classes = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == "ModelNew"]
-    if not classes:
+    model_new = _model_new(tree)
+    if model_new is None:
         return [reason(rules.NO_MODEL_NEW, "the module defines no class ModelNew")]
-    model_new = classes[-1]
-    has_forward = any(isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.name == "forward"
-                      for n in model_new.body)
+    if isinstance(model_new, str):  # bound to a class this module does not define: the run checks it
+        return [] if _defines_kernel(tree, backend) else _no_kernel(backend)
+    has_forward = _has_forward(model_new)
     bases = {_dotted(b) for b in model_new.bases}
     if not has_forward and bases & {"Model", "kernelgym_task.Model"}:
         return [reason(rules.INHERITS_REFERENCE,
@@ -72,11 +101,15 @@ def _contract(tree: ast.Module, backend: Backend) -> list[Reason]:
     if not has_forward and not bases - {"nn.Module", "torch.nn.Module", "Module"}:
         return [reason(rules.NO_FORWARD, f"ModelNew defines no forward (line {model_new.lineno})")]
     if not _defines_kernel(tree, backend):
-        what = ("a @triton.jit function" if backend.kernel_decorators
-                else " or ".join(b for b in backend.kernel_builders if "." not in b))
-        return [reason(rules.NO_KERNEL,
-                       f"no {backend.name} kernel is defined: write one and build it with {what}")]
+        return _no_kernel(backend)
     return []
+
+
+def _no_kernel(backend: Backend) -> list[Reason]:
+    what = ("a @triton.jit function" if backend.kernel_decorators
+            else " or ".join(b for b in backend.kernel_builders if "." not in b))
+    return [reason(rules.NO_KERNEL,
+                   f"no {backend.name} kernel is defined: write one and build it with {what}")]
 
 
 def _defines_kernel(tree: ast.Module, backend: Backend) -> bool:

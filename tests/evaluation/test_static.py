@@ -26,6 +26,10 @@ def rule_of(source: str, backend: str = "cuda") -> str:
     # a builder reached however the code likes: annotated, in a getter, in a container
     ("from torch.utils.cpp_extension import load_inline as li\n"
      "built: dict = {'f': li('e', '', cuda_sources='')}"),
+    # passed on or bound to another name (a helper's honest answers were no_kernel)
+    ("import functools\nfrom torch.utils.cpp_extension import load_inline\n"
+     "build = functools.partial(load_inline, cuda_sources='')\next = build('e', '')"),
+    "from torch.utils.cpp_extension import load_inline\n_build = load_inline\next = _build('e', '')",
 ])
 def test_every_way_of_building_a_kernel_meets_the_contract(build):
     assert rule_of(build + "\n" + MODEL) == "pass"
@@ -38,6 +42,20 @@ def test_every_way_of_building_a_kernel_meets_the_contract(build):
 ])
 def test_other_libraries_loaders_are_not_kernels(not_a_build):
     assert rule_of(not_a_build + "\n" + MODEL) == "no_kernel"
+
+
+def test_model_new_and_forward_bound_by_assignment_meet_the_contract():
+    """`ModelNew = Fused` and `forward = _fused` in the class body are ordinary Python (a helper's honest
+    answers were no_model_new and no_forward); the run checks what the name holds."""
+    build = "from torch.utils.cpp_extension import load_inline\next = load_inline('e', '', cuda_sources='')\n"
+    fused = "class Fused(nn.Module):\n    def forward(self, x):\n        return ext.f(x)\n"
+    assert rule_of(build + fused + "ModelNew = Fused\n") == "pass"
+    assert rule_of(build + "ModelNew = make_model()\n") == "pass"
+    assert rule_of(build + "def _fused(self, x):\n    return ext.f(x)\n"
+                   "class ModelNew(nn.Module):\n    forward = _fused\n") == "pass"
+    assert rule_of(build + "class Empty(nn.Module):\n    pass\nModelNew = Empty\n") == "no_forward"
+    assert rule_of("class Fused(nn.Module):\n    def forward(self, x):\n        return x\n"
+                   "ModelNew = Fused\n") == "no_kernel"
 
 
 def test_the_contract_names_what_is_missing():
