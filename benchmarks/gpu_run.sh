@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Everything kernelgym runs on the H200 host, in one call: the gpu tests, the GPU benchmarks and a replay bench.
 #   bash benchmarks/gpu_run.sh [STEP ...]     steps: env tests results bench (default: all), pending
-# `pending` is what the CPU sessions changed and could not confirm on a GPU (about 9 minutes): the task
+# `pending` is what the CPU sessions changed and could not confirm on a GPU (about 10 minutes): the task
 # options' GPU test, the input handover's cheats, a worker's start and `kernelgym eval`'s whole command (with
-# and without the worker's warm-ups), the reference's start-up parts
+# and without the worker's warm-ups), the launches seen from outside (launch_probe_gpu.py), the reference's
+# start-up parts
 # with and without the cached task cost, and (with KERNELBENCH_ROOT) the judge phase of cold_build_gpu.py.
 # Knobs: TESTS_K (a pytest -k filter), TESTS_S / RESULTS_S / BENCH_S (step time limits), REPEATS, PHASES (of
 # gpu_results.py), BENCH_BACKENDS.
@@ -62,6 +63,9 @@ if has pending; then
     timeout 60 python3 benchmarks/timing_parts.py L1/1_ReLU "$relu" 4 --backend triton --parts reference $costs 2>&1 | tail -1 | tee -a "$OUT/steps.log"
   done
   timeout 60 python3 benchmarks/timing_parts.py L1/10_Softmax kernelgym/solutions/triton/level1/10_Softmax.py 6 --backend triton 2>&1 | tail -1 | tee -a "$OUT/steps.log"
+  # launches seen from outside the candidate, by kind of launch, then examples and cheats with the rules on
+  timeout 170 python3 benchmarks/launch_probe_gpu.py --judge 4 --out "$OUT/launch_probe.md" > "$OUT/launch_probe.log" 2>&1
+  echo "launch_probe rc=$?" | tee -a "$OUT/steps.log"
   if [[ -n "${KERNELBENCH_ROOT:-}" ]]; then
     timeout 100 python3 benchmarks/cold_build_gpu.py --kernelbench "$KERNELBENCH_ROOT" --own benchmarks/kb_format_cuda \
       --only kb_add,kb_tiled_matmul,kb_fuse_gelu --triton 4 --workers 8 --phases judge --timeout-s 90 > "$OUT/judge.log" 2>&1
