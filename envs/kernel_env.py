@@ -18,6 +18,7 @@ The observation and info keys are typed in `kernelgym.envs.types`.
 
 from __future__ import annotations
 
+import inspect
 import os
 import re
 import time
@@ -115,7 +116,12 @@ def select_tasks(config: EnvConfig, tasks: TaskSet | Iterable[Task] | None = Non
     if callable(config.task_filter):
         chosen = chosen.filter(config.task_filter)
     elif isinstance(config.task_filter, dict):
-        chosen = chosen.filter(**config.task_filter)
+        try:
+            chosen = chosen.filter(**config.task_filter)
+        except TypeError as error:  # an unknown key: name the ones TaskSet.filter takes
+            known = ", ".join(p for p in inspect.signature(TaskSet.filter).parameters if p != "self")
+            raise ConfigError(f"task_filter={config.task_filter!r}: {error}; its keys are those of "
+                              f"TaskSet.filter ({known})") from None
     elif config.task_filter is not None:
         raise ConfigError("task_filter must be a dict of TaskSet.filter arguments or a predicate")
     selected = list(chosen)
@@ -223,6 +229,9 @@ class KernelEnv(gym.Env[Observation, Action]):
         if seed is None and self._pending_seed is not None:
             seed, self._pending_seed = self._pending_seed, None
         super().reset(seed=seed)
+        if options is not None and not isinstance(options, dict):
+            raise ConfigError(f"reset(options=...) takes a dict such as {{'task_id': 'L1/1_ReLU'}}, not "
+                              f"{type(options).__name__} {str(options)[:60]!r}")
         task = self._choose_task(seed, dict(options or {}))
         if self.size == "cpu":
             task = with_cpu_size(task)  # KernelBench ships only its GPU size; raises if it cannot be scaled

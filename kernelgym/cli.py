@@ -329,7 +329,8 @@ def examples_command(
     from kernelgym.evaluation.rules import Reason
     from kernelgym.workers.pool import EvalPool
 
-    entries = [e for e in _example_entries(suite, backend, with_cheats) if not only or e.task_id in only]
+    wanted = {o if o.startswith(f"{suite}/") else f"{suite}/{o}" for o in only}  # L1/1_ReLU too
+    entries = [e for e in _example_entries(suite, backend, with_cheats) if not only or e.task_id in wanted]
     if not entries:
         _fail(f"no example solutions of suite {suite!r} for backend {backend!r}")
     table = Table("task", "solution", "verdict", "speedup", "95% CI", "wall s")

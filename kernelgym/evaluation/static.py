@@ -36,6 +36,9 @@ def static_check(source: str, backend: Backend, task_dtype: str = "float32") -> 
         if source.lstrip().startswith(("#include", "#pragma", "#define", "__global__", "extern \"C\"")):
             hint = ("; this looks like C++/CUDA: a solution is a Python module that defines ModelNew and "
                     "builds its kernel from there (e.g. torch.utils.cpp_extension.load_inline)")
+        elif "```" in source:
+            hint = ("; this looks like a Markdown reply: a solution is the Python module alone, the code "
+                    "inside the fence (an env takes whole replies: kernelgym.envs.parsing.parse_reply)")
         return _fail(reason(rules.SYNTAX_ERROR, f"{exc.msg} (line {exc.lineno}){hint}"))
     except ValueError as exc:  # e.g. null bytes
         return _fail(reason(rules.SYNTAX_ERROR, str(exc)))

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from kernelgym import backends
 from kernelgym.backends.detect import wrong_backend
-from kernelgym.errors import PoolClosedError
+from kernelgym.errors import ActionError, PoolClosedError
 from kernelgym.evaluation import rules
 from kernelgym.evaluation.job import EvalJob
 from kernelgym.evaluation.options import EvalOptions
@@ -277,6 +277,9 @@ def make_job(task: Task, source: str | bytes, backend: str, size: str | None, de
         chosen = "gpu"
     if isinstance(source, bytes):
         source = source.decode("utf-8", "replace")
+    if not isinstance(source, str):
+        raise ActionError(f"a solution is its module's source text (str or bytes), not "
+                          f"{type(source).__name__}")
     dtype, atol, rtol = task.dtype, task.atol, task.rtol
     if opts.dtype and opts.dtype != task.dtype:  # the task's tolerances are for its own dtype
         dtype, atol, rtol = opts.dtype, None, None
