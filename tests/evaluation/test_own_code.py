@@ -102,8 +102,12 @@ def test_a_runtime_library_name_is_not_enough(tmp_path):
 
 
 def test_torch_housekeeping_is_told_from_its_compute():
-    # SLEEF: the vector math of a solution's own at::vec loop (an honest Sigmoid spent 42% there), like libmvec
+    # SLEEF: the vector math of a solution's own at::vec loop (an honest Sigmoid spent 42% there)
     assert is_housekeeping("Sleef_expf8_u10avx2") and is_housekeeping("Sleef_tanhf16_u10avx512f")
+    # a row's view, for a kernel called per row; never index_select's compute
+    assert is_housekeeping("_ZN2at6native13select_symintERKNS_6TensorElN3c106SymIntE")
+    assert is_housekeeping("_ZN2at6native21as_strided_tensorimplERKNS_6TensorEN3c108ArrayRefIlEES6_")
+    assert not is_housekeeping("_ZN2at6native16index_select_cpuERKNS_6TensorElS3_")
     assert is_housekeeping("_ZN2at6native12_GLOBAL__N_111fill_kernelERNS_14TensorIteratorERKN3c106ScalarE")
     assert is_housekeeping("_ZN3c1015CPUAllocatorImpl8allocateEm")
     assert is_housekeeping("_ZN5torch8autograd16validate_outputsERKSt6vectorINS0_4EdgeESaIS2_EE")  # engine
