@@ -21,6 +21,7 @@ seen, need a GPU to settle. Tested on the CPU with libraries of its own (tests/e
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import errno
 import fcntl
@@ -56,7 +57,9 @@ from kernelgym.evaluation.ip_sampler import (
 from kernelgym.evaluation.symbols import symbols
 
 PERF_SAMPLE_STACK_USER = 1 << 13
+PERF_TYPE_TRACEPOINT = 2
 UPROBE_TYPE_FILE = "/sys/bus/event_source/devices/uprobe/type"
+TRACEFS = ("/sys/kernel/tracing", "/sys/kernel/debug/tracing")
 STACK_BYTES = 16  # the return address is the first word at the stack pointer; a little more costs nothing
 
 
@@ -99,16 +102,22 @@ class CallProbe(PerfEvents):
         self._offsets = table.file_offsets(self.functions) if table else {}
         if not self._offsets:
             raise PerfUnavailable(f"none of {list(self.functions)} is a function of {self.library}")
-        probe_type = _uprobe_type()
+        # A uprobe defined once in tracefs, opened as a tracepoint, closes at once; one made through the
+        # uprobe PMU is unregistered at each close, ~88 ms apiece and serialized (launch_watch_cost.py).
+        tracepoints = {o: _tracepoint(self.library, o) for o in self._offsets.values()}
+        probe_type = PERF_TYPE_TRACEPOINT if all(tracepoints.values()) else _uprobe_type()
         for tid in sorted(_thread_ids(self.pid)):
             for offset in self._offsets.values():
-                self._open(probe_type, tid, offset)
+                self._open(probe_type, tid, offset, tracepoints[offset])
 
-    def _open(self, probe_type: int, tid: int, offset: int) -> None:
+    def _open(self, probe_type: int, tid: int, offset: int, tracepoint: int | None = None) -> None:
         path = ctypes.create_string_buffer(self.library.encode())  # read by the kernel during the call only
-        attr = _PerfEventAttr(type=probe_type, size=ctypes.sizeof(_PerfEventAttr), config=0, sample_period=1,
+        config, config1, config2 = ((tracepoint, 0, 0) if probe_type == PERF_TYPE_TRACEPOINT else
+                                    (0, ctypes.addressof(path), offset))
+        attr = _PerfEventAttr(type=probe_type, size=ctypes.sizeof(_PerfEventAttr), config=config,
+                              sample_period=1,
                               sample_type=PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_STACK_USER,
-                              config1=ctypes.addressof(path), config2=offset, sample_stack_user=STACK_BYTES)
+                              config1=config1, config2=config2, sample_stack_user=STACK_BYTES)
         attr.flags = _ATTR_DISABLED | _ATTR_EXCLUDE_HV | _ATTR_EXCLUDE_KERNEL  # not inherited: see the class
         number = _SYSCALL_PERF_EVENT_OPEN.get(platform.machine())
         if number is None:
@@ -123,8 +132,9 @@ class CallProbe(PerfEvents):
             raise OSError(err, os.strerror(err))
         self._rings.append(_Ring(tid, fd, self.ring_pages))
 
-    def stop(self) -> CallCounts:
-        """Disable, read every record, attribute each call to its caller's file, and close."""
+    def stop(self, close: bool = True) -> CallCounts:
+        """Disable, read every record, attribute each call to its caller's file, and close (unless the
+        caller closes later: closing uprobe events waits for the kernel, see launches.LaunchWatch)."""
         try:
             if self.refused:
                 return CallCounts(available=False, reason=self.refused)
@@ -133,7 +143,8 @@ class CallProbe(PerfEvents):
             records = b"".join(ring.take() for ring in self._rings)
             return self._counts(records)
         finally:
-            self.close()
+            if close or self.refused:
+                self.close()
 
     def _counts(self, records: bytes) -> CallCounts:
         maps = executable_mappings_at(self.pid)
@@ -153,6 +164,59 @@ class CallProbe(PerfEvents):
         return CallCounts(available=True, calls_by_caller=dict(callers), calls_by_function=dict(functions),
                           lost=lost, threads_probed=tuple(sorted({r.tid for r in self._rings})))
 
+
+
+_defined: dict[tuple[str, int], int | None] = {}  # (library, offset) -> tracepoint id, this process's
+
+
+def _tracefs() -> str | None:
+    """A mounted tracefs whose uprobe_events this process may write (mounted here as root if need be)."""
+    for root in TRACEFS:
+        if os.access(os.path.join(root, "uprobe_events"), os.W_OK):
+            return root
+    if os.geteuid() == 0 and os.path.isdir(TRACEFS[0]):
+        mount = _libc.mount
+        mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_void_p]
+        if mount(b"nodev", TRACEFS[0].encode(), b"tracefs", 0, None) == 0 and \
+                os.access(os.path.join(TRACEFS[0], "uprobe_events"), os.W_OK):
+            return TRACEFS[0]
+    return None
+
+
+def _tracepoint(library: str, offset: int) -> int | None:
+    """The id of a uprobe event at `library`+`offset` defined in tracefs by this process (once), or None."""
+    key = (library, offset)
+    if key not in _defined:
+        _defined[key] = None
+        root = _tracefs()
+        if root is not None:
+            group = f"kernelgym_{os.getpid()}"
+            name = f"p{len(_defined)}"
+            try:
+                _append(os.path.join(root, "uprobe_events"), f"p:{group}/{name} {library}:0x{offset:x}\n")
+                with open(os.path.join(root, "events", group, name, "id")) as f:
+                    _defined[key] = int(f.read())
+                if len(_defined) == 1:
+                    atexit.register(_remove_tracepoints, root, group)
+            except (OSError, ValueError):
+                pass
+    return _defined[key]
+
+
+def _append(path: str, line: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND)  # tracefs refuses the seek of Python's append mode
+    try:
+        os.write(fd, line.encode())
+    finally:
+        os.close(fd)
+
+
+def _remove_tracepoints(root: str, group: str) -> None:
+    for number in range(1, len(_defined) + 1):
+        try:
+            _append(os.path.join(root, "uprobe_events"), f"-:{group}/p{number}\n")
+        except OSError:
+            pass
 
 
 def _uprobe_type() -> int:

@@ -17,13 +17,17 @@ batch are not seen (a perf-PMU uprobe is not inherited, see call_probe.py).
 
 Measured on an H100 (benchmarks/launch_evidence_gpu.md): 8 honest Triton and CUDA examples had every launch
 attributed to their own code (Triton's launcher, the extension's library) and stayed `ok` with the rules
-on. But an event per thread, function and library made the profile stage 4.7-4.9 s instead of 0.1-0.2 s,
-so it is opt-in (`EvalOptions.launch_evidence`, `launch_rules` to decide) until it is made cheap.
+on. But an event per thread, function and library made the profile stage 4.7-4.9 s instead of 0.1-0.2 s:
+closing a uprobe made through the perf PMU costs ~88 ms, serialized. The uprobes are now defined once in
+tracefs where it can be mounted (closing all of them then waits one grace period, ~0.7 s, done off the
+evaluation's path); not yet measured on a GPU host, so it stays opt-in (`EvalOptions.launch_evidence`,
+`launch_rules` to decide).
 """
 
 from __future__ import annotations
 
 import os
+import threading
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -107,7 +111,7 @@ class LaunchWatch:
         files: Counter = Counter()
         graphs = lost = 0
         for probe, graph in self._probes:
-            counts = probe.stop()
+            counts = probe.stop(close=False)
             lost += counts.lost
             for caller, n in counts.calls_by_caller.items():
                 kind = caller_kind(caller, self.torch_folders)
@@ -118,7 +122,9 @@ class LaunchWatch:
                 else:
                     kinds[kind] += n
                     files[os.path.basename(caller) or caller] += n
-        self._probes = []
+        probes, self._probes = [probe for probe, _ in self._probes], []
+        # Closing waits for the kernel (one grace period, ~0.7 s): off the evaluation's path.
+        threading.Thread(target=lambda: [probe.close() for probe in probes], daemon=True).start()
         return LaunchCounts(True, by_kind=dict(kinds), graph_launches=graphs, by_file=dict(files), lost=lost)
 
     def close(self) -> None:
