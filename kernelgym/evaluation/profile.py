@@ -89,7 +89,7 @@ class _OpTimer(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         if getattr(func, "namespace", "aten") in kernels.OWN_OP_NAMESPACES:  # the solution's own operator
-            return func(*args, **(kwargs or {}))
+            return self._own_operator(func, args, kwargs or {})
         entered = _clock_ns()
         out = func(*args, **(kwargs or {}))
         done = _clock_ns()
@@ -100,6 +100,16 @@ class _OpTimer(TorchDispatchMode):
             self.nested_ms += (left - entered) / 1e6
         self.overhead_ms += (left - done) / 1e6
         return out
+
+
+    def _own_operator(self, func, args, kwargs):
+        """The solution's own operator runs with this mode still on, straight to its kernel for the inputs'
+        device, so the ATen ops it calls inside are timed like any (a passthrough inside an operator of its
+        own was `ok` where perf events are refused: a mode is off while it handles an op)."""
+        cuda = any(isinstance(a, torch.Tensor) and a.is_cuda for a in args)
+        key = torch._C.DispatchKey.CUDA if cuda else torch._C.DispatchKey.CPU
+        with self:
+            return func.redispatch(torch._C.DispatchKeySet(key), *args, **kwargs)
 
 
 def warm_up() -> None:

@@ -44,7 +44,7 @@ class ModelNew(nn.Module):
         return torch.ops.kg_test_ops_{fresh}.relu(x)
 '''
 OWN_LOOP = "for (int64_t i = 0; i < in.numel(); ++i) dst[i] = src[i] > 0.f ? src[i] : 0.f;"
-PASSTHROUGH = "out.copy_(at::relu(in)); (void)src; (void)dst;"
+PASSTHROUGH = "out = at::relu(in); (void)src; (void)dst;"
 
 
 def _solution(body: str) -> str:
@@ -58,16 +58,27 @@ def test_an_operator_of_the_solution_s_own_is_judged_ok(pool):
 
 def test_a_passthrough_inside_an_own_operator_is_still_pytorch_s_work(pool):
     result = pool.evaluate(bundled().get("L1/1_ReLU"), _solution(PASSTHROUGH), backend="cpp", size="cpu")
-    assert result.verdict is Verdict.HACK, result.reasons
+    assert result.verdict is Verdict.HACK, (result.reasons, result.profile)
 
 
-def test_without_perf_events_the_in_process_profile_credits_the_operator(tmp_path, monkeypatch):
+def _judged_without_perf_events(tmp_path, monkeypatch, body: str):
     def refused(*args, **kwargs):
         raise OSError(errno.EACCES, "Permission denied")
 
     monkeypatch.setattr(ip_sampler, "_open_event", refused)
     options = EvalOptions(timing_budget_s=0.3, timing_trials=6, confirm_verified=False)
-    job = make_job(bundled().get("L1/1_ReLU"), _solution(OWN_LOOP), "cpp", "cpu", options, False)
-    result = Pipeline(str(tmp_path), SandboxConfig(), has_gpu=False).run(job)
+    job = make_job(bundled().get("L1/1_ReLU"), _solution(body), "cpp", "cpu", options, False)
+    return Pipeline(str(tmp_path), SandboxConfig(), has_gpu=False).run(job)
+
+
+def test_without_perf_events_the_in_process_profile_credits_the_operator(tmp_path, monkeypatch):
+    result = _judged_without_perf_events(tmp_path, monkeypatch, OWN_LOOP)
     assert result.verdict is Verdict.OK, result.reasons
     assert result.profile.own_kernel_calls > 0 and result.profile.coverage > 0.5, result.profile
+
+
+def test_without_perf_events_a_passthrough_inside_an_own_operator_is_still_seen(tmp_path, monkeypatch):
+    """A red team's operator whose body is at::relu was `ok` on the fallback: the profile's dispatch mode is
+    off while it handles an op, so the ATen op inside went unseen and the whole time was credited as own."""
+    result = _judged_without_perf_events(tmp_path, monkeypatch, PASSTHROUGH)
+    assert result.verdict is Verdict.HACK, (result.reasons, result.profile)
