@@ -225,9 +225,15 @@ class Evaluation:
                           f"the candidate's process {self.candidate.death()} during {stage}") from None
             for fd in fds:
                 os.close(fd)
-            if isinstance(msg, m.Build):  # a build gets the build limit in any stage, beside the stage's own
+            if isinstance(msg, m.Build):  # builds, in any stage, beside the stage's own limit
+                # One budget for all the builds of an evaluation: a build's time is added to the stage's
+                # deadline, so a solution asking for build after build held a worker without end (red team).
+                left = self.options.build_timeout_s - self.build_s
+                if left <= 0:
+                    raise end(rules.TIMEOUT, f"the builds it asked for took {self.build_s:.0f} s together, "
+                                             f"past build_timeout_s ({self.options.build_timeout_s:g} s)")
                 started = time.monotonic()
-                self.build(msg, started + self.options.build_timeout_s)
+                self.build(msg, started + left)
                 deadline += time.monotonic() - started
             elif isinstance(msg, m.Failed):
                 self.failed(msg)

@@ -99,3 +99,38 @@ def test_import_gets_the_run_limit_and_its_builds_the_build_limit(pool):
     result = pool.evaluate(task, looping, backend="cpp", timeout_s=3.0, timing=False)
     assert result.verdict is Verdict.TIMEOUT and "load stage" in str(result.reasons[0]), result.reasons
     assert time.monotonic() - started < 60
+
+
+BUILD_AFTER_BUILD = """
+import time
+import torch
+from kernelgym.kernels import load_cpp
+
+BODY = r'''
+extern "C" void relu(const float* x, float* y, long n) {
+    for (long i = 0; i < n; ++i) y[i] = x[i] > 0 ? x[i] : 0;
+}
+'''
+for attempt in range(40):  # a new source each time: no cache helps
+    lib = load_cpp(f"// attempt {attempt} {time.time_ns()}\\n" + BODY)
+
+
+class ModelNew(torch.nn.Module):
+    def forward(self, x):
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        lib.relu(x, y, x.numel())
+        return y
+"""
+
+
+@pytest.mark.slow
+def test_the_builds_of_an_evaluation_share_one_budget(pool):
+    """Each build used to get build_timeout_s of its own and push the stage's deadline back by its time, so
+    a solution asking for build after build held a worker for as long as it liked (a red team's import ran
+    22 s against a 5 s limit, unbounded in principle). Now all of an evaluation's builds share one budget."""
+    started = time.monotonic()
+    result = pool.evaluate(bundled().get("L1/1_ReLU"), BUILD_AFTER_BUILD, backend="cpp", timeout_s=3.0,
+                           build_timeout_s=1.0, timing=False)
+    assert result.verdict is Verdict.TIMEOUT and "together" in str(result.reasons[0]), result.reasons
+    assert time.monotonic() - started < 30
