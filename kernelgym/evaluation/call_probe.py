@@ -25,6 +25,7 @@ import atexit
 import ctypes
 import errno
 import fcntl
+import functools
 import os
 import platform
 import struct
@@ -169,6 +170,7 @@ class CallProbe(PerfEvents):
 _defined: dict[tuple[str, int], int | None] = {}  # (library, offset) -> tracepoint id, this process's
 
 
+@functools.cache  # found (or mounted) once per process; a refusal is not tried again for each probe
 def _tracefs() -> str | None:
     """A mounted tracefs whose uprobe_events this process may write (mounted here as root if need be)."""
     for root in TRACEFS:

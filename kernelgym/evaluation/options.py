@@ -17,7 +17,7 @@ SHAPES = ("shown", "heldout")
 class EvalOptions:
     size: str | None = None  # "cpu" or "gpu"; None: gpu when the run is on a GPU, else cpu
     timeout_s: float = 60.0  # per stage: import, __init__, correctness, timing, profile (builds aside)
-    build_timeout_s: float = 300.0  # each build, wherever it is asked for (at import, in __init__, forward)
+    build_timeout_s: float = 300.0  # all of an evaluation's builds together (at import, in __init__, forward)
     correctness_trials: int = 5
     perturbed_trials: int = 1  # of those, trials with scaled/shifted float inputs (where the task allows)
     timing: bool = True
@@ -39,8 +39,8 @@ class EvalOptions:
     profile: bool = True  # coverage and torch-compute check (CPU: cheap; GPU: torch.profiler)
     ncu: bool = False  # GPU: Nsight Compute counters per kernel after an ok verdict (costs seconds; opt-in)
     # GPU: count the profiled batch's kernel launches by library from outside the candidate (uprobes,
-    # evaluation/launches.py) and record them. Opt-in: as written (an event per thread, function and
-    # library) it cost 4.7-4.9 s an evaluation on an H100 (benchmarks/launch_evidence_gpu.md)
+    # evaluation/launches.py) and record them. Opt-in until measured on a GPU host again: with PMU uprobes
+    # it cost 4.7-4.9 s an evaluation on an H100 (benchmarks/launch_evidence_gpu.md)
     launch_evidence: bool = False
     launch_rules: bool = False  # and let them decide against the candidate's own profile (implies the above)
     ncu_timeout_s: float = 60.0
