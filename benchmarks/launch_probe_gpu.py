@@ -126,20 +126,24 @@ def judged(per_backend: int, workers: int) -> list[str]:
                     if line.startswith(("# Task: ", "# Backend: ")))
         if head.get("Backend") in ("triton", "cuda"):
             cases.append((f"cheat {path.stem}", head["Task"], head["Backend"], text))
-    lines = ["", "| case | task | verdict | reasons | launches seen (kinds; graphs; files) | notes |",
-             "|---|---|---|---|---|---|"]
+    lines = ["", ("| case | task | verdict | reasons | launches seen (kinds; graphs; files) | profile s "
+             "(evidence off) | notes |"), "|---|---|---|---|---|---|---|"]
     tasks = bundled()
     with EvalPool(workers=workers) as pool:
+        # Each case twice, the evidence on and off, so the profile stage's cost is measured side by side.
         futures = [(name, task, pool.submit(tasks.get(task), source, backend=backend, size="gpu",
-                                            launch_rules=True)) for name, task, backend, source in cases]
-        for name, task, future in futures:
-            result = future.result()
+                                            launch_rules=True),
+                    pool.submit(tasks.get(task), source, backend=backend, size="gpu"))
+                   for name, task, backend, source in cases]
+        for name, task, future, baseline in futures:
+            result, plain = future.result(), baseline.result()
             seen = (result.profile.launches if result.profile else {}) or {}
             reasons = "; ".join(str(r)[:120] for r in result.reasons)
             notes = "; ".join(w[:120] for w in (result.static.warnings if result.static else [])
                               if "launch" in w)
+            profile_s = f"{result.stage_s.get('profile', 0):.2f} ({plain.stage_s.get('profile', 0):.2f})"
             lines.append(f"| {name} | {task} | {result.verdict.value} | {reasons} | {seen.get('by_kind')}; "
-                         f"{seen.get('graph_launches')}; {seen.get('by_file')} | {notes} |")
+                         f"{seen.get('graph_launches')}; {seen.get('by_file')} | {profile_s} | {notes} |")
             print(lines[-1], flush=True)
     return lines
 
