@@ -57,6 +57,11 @@ def render_feedback(result: EvalResult, max_chars: int = 4000) -> str:
                     f"machine's measured peaks; yours is at {100 * timing.roofline_fraction:.1f}% of roofline"
                     + (" (above 100%: the data stays in cache at this size)." if timing.roofline_fraction > 1
                        else "."))
+            timed_ms = timing.candidate.median_ms * (timing.batches or 0) * (timing.calls_per_batch or 0)
+            if (timing.cpu_past_clock_ms or 0) > 0.05 * timed_ms:  # noise below that
+                lines.append("Your threads kept working after forward returned: "
+                             f"{timing.cpu_past_clock_ms:.3g} ms of CPU time past the clock were added to "
+                             "your times.")
             if timing.speedup_vs_compile:
                 lines.append(f"Against torch.compile of the reference ({timing.compile_ms:.4g} "
                              f"ms{', cached baseline' if timing.compile_baseline_cached else ''}): "

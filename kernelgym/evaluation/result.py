@@ -95,6 +95,9 @@ class TimingResult:
     # GPU: 'done' to the trusted copy of the last output (bounds hidden work)
     readback_lag_ms: float | None = None
     cpu_time_ratio: float | None = None  # CPU: the candidate tree's CPU time over its batches' wall time
+    # CPU: the tree's CPU time beyond its timed batches' clocks x cores (work left running past 'done'),
+    # added to those batches' times
+    cpu_past_clock_ms: float | None = None
     baseline: str = "eager"
     compile_ms: float | None = None  # torch.compile of the reference, when asked for
     speedup_vs_compile: float | None = None

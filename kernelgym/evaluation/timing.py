@@ -109,6 +109,14 @@ def region_time(device_ms: float, stream_ms: float, sync_cost_ms: float) -> floa
     return max(device_ms - sync_cost_ms, stream_ms)
 
 
+def charged_batch_ms(clocked_ms: float, tree_cpu_s: float, threads: int) -> float:
+    """A CPU batch's time: its clock, or the CPU time its whole tree spent from thaw to freeze spread over the
+    cores it may use, whichever is longer. Pinned to `threads` cores, work done inside the clock cannot
+    exceed clock x cores, so any excess ran after 'done' and before the freeze stopped it (a thread left
+    finishing the last call): it is charged, not forgiven."""
+    return max(clocked_ms, tree_cpu_s * 1e3 / max(threads, 1))
+
+
 def measure_alone(timer: Timer, fn: Callable[[int], object], n_sets: int,
                   config: TimingConfig) -> list[float]:
     for i in range(config.warmup):

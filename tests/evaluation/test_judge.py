@@ -82,17 +82,21 @@ class ModelNew(nn.Module):
         lib.relu(x, y, 0)
         return y
 ''', Verdict.HACK, {"comparison_patch"}),
+    # Writes that land after forward returned. A thread that happens to finish inside the clock did honest
+    # work, timed (and whatever it ran past 'done' is charged: test_timing.py), so this one is made late.
     "background_thread": (KERNEL + '''
-import threading
+import threading, time
+
+def late_relu(x, y):
+    time.sleep(0.02)
+    lib.relu(x, y, x.numel())
 
 class ModelNew(nn.Module):
     def forward(self, x):
         y = torch.empty_like(x)
-        threading.Thread(target=lib.relu, args=(x, y, x.numel())).start()
+        threading.Thread(target=late_relu, args=(x, y)).start()
         return y
-''', (Verdict.HACK, Verdict.INCORRECT),
-        # Which check sees the late writes first depends on how the thread is scheduled.
-        {"kernel_not_called", "incorrect", "extra_cores", "outputs_changed"}),
+''', (Verdict.HACK, Verdict.INCORRECT), {"incorrect", "outputs_changed"}),
     "half_precision": (KERNEL + '''
 class ModelNew(nn.Module):
     def forward(self, x):
@@ -130,6 +134,30 @@ class ModelNew(nn.Module):
 '''
     result = pool.evaluate(relu, source, backend="cpp")
     assert result.verdict is Verdict.OK, result.reasons
+
+
+def test_threads_left_running_past_forward_are_honest_and_charged(pool, relu):
+    """A thread still busy after forward returned (here: spinning in the solution's own code) is no cheat;
+    its CPU time past the clock, where the tree's cgroup counts it, is added to the timed batches."""
+    source = KERNEL.replace('""")', '''
+#include <chrono>
+extern "C" void spin(int64_t us) {
+    auto end = std::chrono::steady_clock::now() + std::chrono::microseconds(us);
+    while (std::chrono::steady_clock::now() < end) {}
+}
+""")''') + '''
+import threading
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        y = torch.empty_like(x)
+        lib.relu(x.contiguous(), y, x.numel())
+        threading.Thread(target=lib.spin, args=(2000,)).start()
+        return y
+'''
+    result = pool.evaluate(relu, source, backend="cpp")
+    assert result.verdict is Verdict.OK, result.reasons
+    assert result.timing.cpu_past_clock_ms >= 0 and not result.timing.verified
 
 
 @pytest.mark.parametrize("cheat", cheats("cpp"), ids=lambda c: c.cheat)

@@ -2,7 +2,8 @@
 
 from kernelgym.evaluation.timing import (
     Timer,
-        region_time,
+    charged_batch_ms,
+    region_time,
     speedup_interval,
 )
 
@@ -20,6 +21,15 @@ def test_work_on_another_stream_stays_counted():
 def test_never_below_what_the_current_stream_measured():
     # A calibration larger than the call's own overhead (noise) cannot push a time below the stream's.
     assert region_time(device_ms=0.050, stream_ms=0.045, sync_cost_ms=0.030) == 0.045
+
+
+def test_cpu_work_past_the_clock_is_charged_to_the_batch():
+    # 10 ms on the clock, one core: 14 ms of the tree's CPU time means 4 ms ran after 'done'.
+    assert charged_batch_ms(clocked_ms=10.0, tree_cpu_s=0.014, threads=1) == 14.0
+    # The same CPU time over two cores fits inside the clock: nothing is charged.
+    assert charged_batch_ms(clocked_ms=10.0, tree_cpu_s=0.014, threads=2) == 10.0
+    # An idle stretch inside the clock is never refunded.
+    assert charged_batch_ms(clocked_ms=10.0, tree_cpu_s=0.002, threads=1) == 10.0
 
 
 def test_cpu_timer_has_nothing_to_calibrate():
