@@ -202,7 +202,7 @@ def _one_at_a_time(pool, jobs: list[tuple[dict, object, str, str]]) -> list[dict
 
 
 def phase_judge(all_cases: list[dict], triton: list[dict], workers: int, cache: Path,
-                snapshot: Path | None) -> dict:
+                snapshot: Path | None, compare_spares: bool = False) -> dict:
     """Each candidate alone (the latency an env step sees): new, then the same again (warm)."""
     if snapshot is not None:  # a machine that has warmed up once: headers and the common binders made
         shutil.copytree(snapshot, cache, dirs_exist_ok=True)
@@ -222,6 +222,10 @@ def phase_judge(all_cases: list[dict], triton: list[dict], workers: int, cache: 
         for label in ("cold", "warm"):
             out[label] = _one_at_a_time(pool, cuda_jobs)
             out[f"triton_{label}"] = _one_at_a_time(pool, triton_jobs)
+    if compare_spares:  # the same warm passes by workers that start each process when its job comes
+        with EvalPool(workers=workers, gpu=True, spare_processes=False) as pool:
+            out["warm_no_spares"] = _one_at_a_time(pool, cuda_jobs)
+            out["triton_warm_no_spares"] = _one_at_a_time(pool, triton_jobs)
     return out
 
 
@@ -271,8 +275,8 @@ def print_judge(judge: dict) -> None:
     print(f"syntax error, first evaluation of a fresh pool: {judge['syntax_error_first_ms']} ms "
           f"({judge['syntax_error_verdict']})")
     keys = ["verdict", "latency_s", "wall_s", "beyond_timing_s", "build_s", "speedup", "stage_s", "reason"]
-    for label in ("cold", "warm", "triton_cold", "triton_warm"):
-        rows = judge[label]
+    for label in ("cold", "warm", "triton_cold", "triton_warm", "warm_no_spares", "triton_warm_no_spares"):
+        rows = judge.get(label)
         if not rows:
             continue
         print(f"judge {label}: median latency {_median([r['latency_s'] for r in rows])} s, median beyond "
@@ -298,6 +302,8 @@ def main() -> None:
     parser.add_argument("--cache", type=Path, help="kernelgym's build cache for the kernelgym phase (a "
                                                    "later call of the curve phase reuses it)")
     parser.add_argument("--phases", default="torch,kernelgym,judge")
+    parser.add_argument("--compare-spares", action="store_true",
+                        help="judge: the warm passes again by workers without spare processes")
     parser.add_argument("--timeout-s", type=float, default=240)
     args = parser.parse_args()
     out_dir = Path(os.environ.get("OUT", "."))
@@ -336,7 +342,7 @@ def main() -> None:
     judge_cache = cache.with_name(cache.name + "-judge")
     if "judge" in phases:
         report["judge"] = phase_judge(all_cases, triton_cases(args.triton), args.workers, judge_cache,
-                                      snapshot if snapshot.exists() else None)
+                                      snapshot if snapshot.exists() else None, args.compare_spares)
         print_judge(report["judge"])
         save()
     if "curve" in phases:

@@ -24,13 +24,15 @@ from kernelgym.workers import locks
 from kernelgym.workers.child import ChildJob
 from kernelgym.workers.process import Died, EvalProcess
 from kernelgym.workers.sandbox import SandboxConfig
+from kernelgym.workers.spares import Spares
 
 # the pipeline -------------------------------------------------------------------------------------------
 
 class Pipeline:
     """Evaluates jobs one at a time inside a worker. Holds the worker's knowledge of its machine."""
 
-    def __init__(self, work_root: str, sandbox: SandboxConfig, has_gpu: bool, slot: int = 0):
+    def __init__(self, work_root: str, sandbox: SandboxConfig, has_gpu: bool, slot: int = 0,
+                 spares: bool = False):
         from kernelgym.evaluation.baselines import BaselineCache
         from kernelgym.evaluation.roofline import Peaks, RecordCache, TaskCost
 
@@ -41,6 +43,16 @@ class Pipeline:
         self.baselines = BaselineCache(kernels.cache_root() / "baselines.json")
         self.peaks = RecordCache(kernels.cache_root() / "peaks.json", Peaks)
         self.costs = RecordCache(kernels.cache_root() / "task_costs.json", TaskCost)
+        self.spares = Spares(work_root, sandbox, uses_gpu=has_gpu) if spares else None
+
+    def start_spares(self, cores: set[int]) -> None:
+        """A GPU worker's first pair of processes, forked before its first job."""
+        if self.spares is not None:
+            self.spares.refill(cores)
+
+    def close(self) -> None:
+        if self.spares is not None:
+            self.spares.close()
 
     def run(self, job: EvalJob) -> EvalResult:
         started = time.monotonic()

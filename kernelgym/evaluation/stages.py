@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import shutil
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -53,7 +54,7 @@ from kernelgym.evaluation.timing import (
     stats,
 )
 from kernelgym.stats import median
-from kernelgym.workers import locks
+from kernelgym.workers import cgroup, locks
 from kernelgym.workers import messages as m
 from kernelgym.workers.candidate_side import run_candidate
 from kernelgym.workers.process import Died, EvalProcess
@@ -108,12 +109,13 @@ class Evaluation:
         self.readback = Readback() if self.device == "cpu" else None
         self.batches = 0
         self.past_clock_ms = 0.0  # CPU: timed batches' work charged past their clocks
+        self.spare_folder: str | None = None  # where processes started before this job live
         # Seconds of every batch's parts so far (inputs made, inputs mapped, both sides run, outputs checked):
         # the timing stage reports its own share, which is what holds the GPU's slot.
         self.batch_parts_s = dict.fromkeys(_BATCH_PARTS, 0.0)
         self.build_s, self.cached = 0.0, True
         self.stage = "load"  # the stage under way, named in timeouts and crashes
-        self.cores = _cores(self.options.threads, pipeline.slot)  # the reference's and the candidate's
+        self.cores = evaluation_cores(self.options.threads, pipeline.slot)  # the reference's and candidate's
         # issue 28: the candidate's cgroup and the samples of its batches, taken from outside
         self.watch = CandidateWatch(self.device == "cpu", native=self.backend.device == "cpu")
 
@@ -142,6 +144,8 @@ class Evaluation:
             self.watch.close()
             if self.candidate is not None:
                 self.result.output_tail = self.candidate.output_tail()
+            if self.spare_folder:
+                shutil.rmtree(self.spare_folder, ignore_errors=True)
         if self.options.ncu and self.result.verdict is Verdict.OK:
             self.ncu()
 
@@ -152,6 +156,24 @@ class Evaluation:
             raise Outcome(Reason.parse(self.result.static.reasons[0]))
 
     # reference --------------------------------------------------------------------------------------------
+    def _take_spares(self):
+        """A GPU worker's waiting pair of processes (start_reference forks the next once its reference is
+        ready: forking on the way there would delay it)."""
+        spares = self.pipeline.spares
+        if spares is None or spares.uses_gpu != (self.device == "cuda"):
+            return None
+        pair = spares.take(self.cores)
+        if pair is None:
+            return None
+        joins = self.watch.make_cgroup(self.cores, _tree_memory_bytes(self.pipeline.sandbox))
+        # None of its code has run yet: every process it makes from now on is born inside, as after a fork.
+        if joins and not cgroup.adopt(joins, pair.candidate.tree()):
+            pair.discard()
+            self.watch.cgroup.remove()
+            return None
+        self.spare_folder = pair.folder
+        return pair
+
     def _spawn(self, target, name: str) -> EvalProcess:
         folder = os.path.join(self.eval_dir, name)
         os.mkdir(folder)
@@ -162,11 +184,17 @@ class Evaluation:
 
     def start_reference(self) -> None:
         started = time.monotonic()
-        self.reference = self._spawn(run_reference, "reference")
         job = self.child_job
         measuring_peaks = job.roofline and self.mode == "run" and job.cached_peaks is None
-        if not measuring_peaks:  # the candidate's start-up (CUDA context, imports) overlaps the reference's
-            self.candidate = self._spawn(run_candidate, "candidate")
+        spares = None if measuring_peaks else self._take_spares()
+        if spares is not None:  # started before this job: their CUDA contexts are made
+            self.reference, self.candidate = spares.reference, spares.candidate
+            self.reference.assign(job)
+            self.candidate.assign(job)
+        else:
+            self.reference = self._spawn(run_reference, "reference")
+            if not measuring_peaks:  # its start-up (CUDA context, imports) overlaps the reference's
+                self.candidate = self._spawn(run_candidate, "candidate")
         deadline = time.monotonic() + self.options.timeout_s + 60
         try:
             self.reference.hello(deadline)
@@ -186,6 +214,8 @@ class Evaluation:
                 self.result.stage_s[f"reference_{part}"] = round(float(seconds), 3)
         self._remember_roofline(msg)
         self.result.stage_s["reference"] = round(time.monotonic() - started, 3)
+        if self.pipeline.spares is not None and self.pipeline.spares.uses_gpu == (self.device == "cuda"):
+            self.pipeline.spares.refill(self.cores)  # while the candidate loads
 
     def _remember_roofline(self, ready: m.Ready) -> None:
         """The machine's peaks and the task's counted cost, for every later evaluation on this machine."""
@@ -769,7 +799,7 @@ def _tree_memory_bytes(sandbox) -> int | None:
     return min(limit, host // 2) if host else limit
 
 
-def _cores(threads: int, slot: int) -> set[int]:
+def evaluation_cores(threads: int, slot: int) -> set[int]:
     """The cores a reference and its candidate share: as many as the evaluation's threads, the next ones for
     the pool's next worker (by index: picked by pid, two workers could share a core and time each other)."""
     available = sorted(os.sched_getaffinity(0))

@@ -6,6 +6,7 @@ no timer, no reference, no expected output, no list of what will be checked.
 
     W                                R (reference)                       C (candidate)
     |  <--------------------- Hello ---|                                    |
+    |  Job --------------------------->|  Job ----------------------------->|  (spares: after Hello)
     |  <--------------------- Ready ---|  (init args, sizes, roofline)      |
     |  <--------------------------------------------------------- Hello ---|
     |  <--------------------------------------------------------- Build ---|  (repeated: the worker
@@ -111,6 +112,12 @@ def _fits(value: Any, hint: Any) -> bool:
 class Hello(Message):
     notes: list[str] = field(default_factory=list)  # what the sandbox could not apply
     pid: int = 0  # as the worker sees it (checked against the worker's own view of the tree)
+
+
+@dataclass
+class Job(Message):
+    """W -> a process started ahead of its job (a spare): the job, pickled in the one blob. Trusted to
+    untrusted only; nothing a process sends is ever unpickled."""
 
 
 @dataclass

@@ -26,9 +26,10 @@ _PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
 class EvalProcess:
-    """One forked evaluation process (reference or candidate) and the trusted side's end of its socket."""
+    """One forked evaluation process (reference or candidate) and the trusted side's end of its socket.
+    Forked without a job (a spare), it enters its sandbox, makes its CUDA context and waits for `assign`."""
 
-    def __init__(self, target, job: ChildJob, eval_dir: str, sandbox: SandboxConfig, uses_gpu: bool,
+    def __init__(self, target, job: ChildJob | None, eval_dir: str, sandbox: SandboxConfig, uses_gpu: bool,
                  cores: set[int] | None = None, cgroup_files: list[str] | None = None):
         self.log_path = os.path.join(eval_dir, "output.log")
         self.candidate = target is run_candidate
@@ -59,6 +60,12 @@ class EvalProcess:
             raise TimeoutError from None
         except (protocol.ProtocolError, OSError) as exc:
             raise Died(str(exc)) from None
+
+    def assign(self, job: ChildJob) -> None:
+        """A spare's job (a spare reads it once it has said Hello and made its CUDA context)."""
+        import pickle
+
+        self.send(m.Job(), blobs=[pickle.dumps(job)])
 
     def send(self, message: m.Message, blobs=(), fds=()) -> None:
         try:
@@ -313,6 +320,8 @@ def _child_main(target, job, sock, eval_dir, log_fd, sandbox, uses_gpu, cores, c
         if uses_gpu:
             quiet_sandbox_warnings()
         m.send(sock, m.Hello(notes, pid=pid))
+        if job is None:
+            job = _await_job(sock, uses_gpu)
         if candidate:
             run_candidate(job, sock, eval_dir)
         else:
@@ -321,6 +330,22 @@ def _child_main(target, job, sock, eval_dir, log_fd, sandbox, uses_gpu, cores, c
         code = 70
     finally:
         os._exit(code)
+
+
+def _await_job(sock, uses_gpu: bool) -> ChildJob:
+    """A spare's wait: the CUDA context (and cuBLAS's handle) first, the part of a GPU process's start that
+    costs about half a second, then the job. Nothing of the solution's has run in this process yet."""
+    import pickle
+
+    if uses_gpu:
+        import torch
+
+        torch.empty(1, device="cuda")
+        torch.cuda.current_blas_handle()
+    msg, blobs, _ = m.receive(sock)
+    if not isinstance(msg, m.Job) or len(blobs) != 1:
+        raise SystemExit(70)
+    return pickle.loads(bytes(blobs[0]))
 
 
 def quiet_sandbox_warnings() -> None:

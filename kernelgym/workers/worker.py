@@ -29,14 +29,20 @@ def _serve(conn: Connection) -> None:
     locks.prepare()
     os.makedirs(config["work_root"], exist_ok=True)
     _note_children(os.path.join(config["work_root"], CHILDREN_FILE))
-    pipeline = Pipeline(config["work_root"], config["sandbox"], config["has_gpu"], config.get("slot", 0))
+    pipeline = Pipeline(config["work_root"], config["sandbox"], config["has_gpu"], config.get("slot", 0),
+                        spares=config.get("spares", config["has_gpu"]))
+    from kernelgym.evaluation.options import EvalOptions
+    from kernelgym.evaluation.stages import evaluation_cores
+
+    pipeline.start_spares(evaluation_cores(EvalOptions().threads, config.get("slot", 0)))
     conn.send(("ready", os.getpid()))
     while True:
         try:
             job = conn.recv()
         except EOFError:
-            return
+            job = None
         if job is None:
+            pipeline.close()
             return
         try:
             result = pipeline.run(job)
