@@ -66,7 +66,8 @@ class PoolConfig:
     # (`kernelgym eval FILE`); an evaluation that needs one pays it in its own process instead
     warm_up: bool = True
     # each worker keeps its next reference and candidate processes started, waiting for their job (None: on
-    # a GPU machine, where a process's CUDA context costs about half a second of every evaluation)
+    # a GPU machine, where a process's CUDA context costs about half a second of every evaluation, unless the
+    # pool is for one evaluation, warm_up=False)
     spare_processes: bool | None = None
     max_tasks_per_worker: int = 200
     start_timeout_s: float = 120.0
@@ -141,7 +142,9 @@ class _Worker:
             self.started = None  # no /proc: nothing is swept
         self.conn = Connection(os.dup(ours.fileno()))
         ours.close()
-        spares = self.pool.gpu if config.spare_processes is None else config.spare_processes
+        spares = config.spare_processes
+        if spares is None:
+            spares = self.pool.gpu and config.warm_up
         self.conn.send({"work_root": work_root, "sandbox": config.sandbox, "has_gpu": self.pool.gpu,
                         "slot": self.index, "warm_up": config.warm_up, "spares": spares})
         if not self.conn.poll(config.start_timeout_s):
