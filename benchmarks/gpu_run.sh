@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Everything kernelgym runs on the H200 host, in one call: the gpu tests, the GPU benchmarks and a replay bench.
-#   bash benchmarks/gpu_run.sh [STEP ...]     steps: env tests results bench (default: all), pending
+#   bash benchmarks/gpu_run.sh [STEP ...]     steps: env tests results bench (default: all), pending,
+#   judge and curve (issue 27's latency and throughput, KERNELBENCH_ROOT set)
 # `pending` is what the CPU sessions changed and could not confirm on a GPU (about 10 minutes): the task
 # options' GPU test, the input handover's cheats, a worker's start and `kernelgym eval`'s whole command (with
 # and without the worker's warm-ups), the launches seen from outside (launch_probe_gpu.py), the reference's
@@ -43,6 +44,21 @@ if has bench; then
     echo "bench $backend rc=$?" | tee -a "$OUT/steps.log"
   done
   tar -czf "$OUT/bench.tgz" -C /tmp $(for b in ${BENCH_BACKENDS:-triton cuda}; do echo "bench_$b"; done) 2>/dev/null
+fi
+if has judge; then  # issue 27: KernelBench-format CUDA and Triton candidates one at a time, spares on and off
+  stamp judge
+  timeout ${JUDGE_S:-220} python3 benchmarks/cold_build_gpu.py --kernelbench "$KERNELBENCH_ROOT" \
+    --own benchmarks/kb_format_cuda --triton 4 --workers 8 --phases judge --timeout-s 90 --compare-spares --cache /tmp/kg-cache \
+    > "$OUT/judge.log" 2>&1
+  echo "judge rc=$?" | tee -a "$OUT/steps.log"; grep -E "^judge|^syntax" "$OUT/judge.log" | tee -a "$OUT/steps.log"
+fi
+if has curve; then  # issue 27: new candidates a minute over worker counts, the timing slot's busy share
+  stamp curve
+  mkdir -p "$OUT/curve"
+  OUT="$OUT/curve" timeout ${CURVE_S:-150} python3 benchmarks/cold_build_gpu.py --kernelbench "$KERNELBENCH_ROOT" \
+    --own benchmarks/kb_format_cuda --cache /tmp/kg-cache --phases curve --curve-workers ${CURVE_WORKERS:-8,16} \
+    --curve-count ${CURVE_COUNT:-24} --timeout-s 90 > "$OUT/curve.log" 2>&1
+  echo "curve rc=$?" | tee -a "$OUT/steps.log"; grep -E "^curve" "$OUT/curve.log" | tee -a "$OUT/steps.log"
 fi
 if has pending; then
   stamp pending
