@@ -41,33 +41,7 @@ def render_feedback(result: EvalResult, max_chars: int = 4000) -> str:
                 f"{failure.expected_value:.6g}, got {failure.actual_value:.6g}; max abs diff "
                 f"{failure.max_abs_diff:.3g}; {100 * (failure.mismatch_fraction or 0):.1f}% of values off."
             )
-    timing = result.timing
-    if timing is not None:
-        if timing.available and timing.candidate and timing.reference:
-            lines.append(
-                f"Timing on {timing.device}: yours {timing.candidate.median_ms:.4g} ms, reference "
-                f"{timing.reference.median_ms:.4g} ms (medians of {timing.candidate.trials} runs); speedup "
-                f"{timing.speedup:.3g}x (95% CI {timing.speedup_ci_low:.3g}-{timing.speedup_ci_high:.3g}), "
-                f"{'verified' if timing.verified else 'not verified'}."
-            )
-            if timing.floor_ms is not None and timing.roofline_fraction is not None:
-                lines.append(
-                    f"Roofline: {timing.bound}-bound ({timing.flops / 1e9:.3g} GFLOP, "
-                    f"{timing.min_bytes / 1e6:.3g} MB at least); floor {timing.floor_ms:.3g} ms on this "
-                    f"machine's measured peaks; yours is at {100 * timing.roofline_fraction:.1f}% of roofline"
-                    + (" (above 100%: the data stays in cache at this size)." if timing.roofline_fraction > 1
-                       else "."))
-            timed_ms = timing.candidate.median_ms * (timing.batches or 0) * (timing.calls_per_batch or 0)
-            if (timing.cpu_past_clock_ms or 0) > 0.05 * timed_ms:  # noise below that
-                lines.append("Your threads kept working after forward returned: "
-                             f"{timing.cpu_past_clock_ms:.3g} ms of CPU time past the clock were added to "
-                             "your times.")
-            if timing.speedup_vs_compile:
-                lines.append(f"Against torch.compile of the reference ({timing.compile_ms:.4g} "
-                             f"ms{', cached baseline' if timing.compile_baseline_cached else ''}): "
-                             f"{timing.speedup_vs_compile:.3g}x.")
-        elif timing.reason:
-            lines.append(timing.reason.capitalize() + ".")
+    lines += _timing_lines(result.timing)
     prof = result.profile
     if prof is not None and prof.coverage is not None:
         ops = ", ".join(f"{name} {ms:.3g} ms" for name, ms in prof.top_ops[:3])
@@ -84,6 +58,36 @@ def render_feedback(result: EvalResult, max_chars: int = 4000) -> str:
     text = "\n".join(lines)
     return text if len(text) <= max_chars else text[: max_chars - 20] + "\n... [truncated]"
 
+
+
+def _timing_lines(timing) -> list[str]:
+    if timing is None:
+        return []
+    if not (timing.available and timing.candidate and timing.reference):
+        return [timing.reason.capitalize() + "."] if timing.reason else []
+    lines = [
+        (f"Timing on {timing.device}: yours {timing.candidate.median_ms:.4g} ms, reference "
+        f"{timing.reference.median_ms:.4g} ms (medians of {timing.candidate.trials} runs); speedup "
+        f"{timing.speedup:.3g}x (95% CI {timing.speedup_ci_low:.3g}-{timing.speedup_ci_high:.3g}), "
+        f"{'verified' if timing.verified else 'not verified'}.")
+    ]
+    if timing.floor_ms is not None and timing.roofline_fraction is not None:
+        lines.append(
+            f"Roofline: {timing.bound}-bound ({timing.flops / 1e9:.3g} GFLOP, "
+            f"{timing.min_bytes / 1e6:.3g} MB at least); floor {timing.floor_ms:.3g} ms on this "
+            f"machine's measured peaks; yours is at {100 * timing.roofline_fraction:.1f}% of roofline"
+            + (" (above 100%: the data stays in cache at this size)." if timing.roofline_fraction > 1
+               else "."))
+    timed_ms = timing.candidate.median_ms * (timing.batches or 0) * (timing.calls_per_batch or 0)
+    if (timing.cpu_past_clock_ms or 0) > 0.05 * timed_ms:  # noise below that
+        lines.append("Your threads kept working after forward returned: "
+                     f"{timing.cpu_past_clock_ms:.3g} ms of CPU time past the clock were added to your "
+                     "times.")
+    if timing.speedup_vs_compile:
+        lines.append(f"Against torch.compile of the reference ({timing.compile_ms:.4g} "
+                     f"ms{', cached baseline' if timing.compile_baseline_cached else ''}): "
+                     f"{timing.speedup_vs_compile:.3g}x.")
+    return lines
 
 def _kernel_line(k) -> str:
     def pct(value):

@@ -41,3 +41,17 @@ def test_cpu_timer_has_nothing_to_calibrate():
 def test_speedup_interval_contains_its_point():
     point, low, high = speedup_interval([2.0, 2.1, 1.9, 2.0] * 5, [1.0, 1.05, 0.95, 1.0] * 5)
     assert abs(point - 2.0) < 1e-9 and low <= point <= high
+
+
+def test_feedback_says_when_work_past_the_clock_was_charged():
+    from kernelgym.evaluation.result import EvalResult, TimingResult, TimingStats, Verdict
+
+    def feedback(past_ms: float) -> str:
+        stats_ms = TimingStats(1.0, 1.0, 0.0, 1.0, 1.0, 10)
+        timing = TimingResult(True, device="cpu", candidate=stats_ms, reference=stats_ms, speedup=1.0,
+                              speedup_ci_low=0.9, speedup_ci_high=1.1, batches=10, calls_per_batch=5,
+                              cpu_past_clock_ms=past_ms)
+        return EvalResult("L1/1_ReLU", "cpp", "cpu", Verdict.OK, timing=timing).to_feedback()
+
+    assert "12.5 ms of CPU time past the clock" in feedback(12.5)  # 25% of the 50 ms timed
+    assert "past the clock" not in feedback(0.4)  # under 5%: noise
