@@ -197,7 +197,9 @@ def _one_at_a_time(pool, jobs: list[tuple[dict, object, str, str]]) -> list[dict
         started = time.perf_counter()
         result = pool.evaluate(task, source, backend=backend, size="gpu")
         rows.append(_row(case, result, time.perf_counter() - started))
-        print(" ", rows[-1]["name"], rows[-1]["verdict"], rows[-1]["latency_s"], "s", flush=True)
+        row = rows[-1]  # everything on the line: a step cut by its time limit keeps what it printed
+        print(" ", row["name"], row["verdict"], row["latency_s"], "s; beyond timing", row["beyond_timing_s"],
+              "s; build", row["build_s"], "s;", json.dumps(row["stage_s"]), flush=True)
     return rows
 
 
