@@ -236,32 +236,41 @@ def _median(values: list[float]) -> float | None:
 
 
 def phase_curve(all_cases: list[dict], worker_counts: list[int], count: int, cache: Path) -> list[dict]:
-    """New KernelBench-format candidates (each case again with a fresh comment), all submitted at once."""
+    """New KernelBench-format candidates (each case again with a fresh comment), all submitted at once to a
+    pool that has judged one candidate per worker already: the steady rate an RL run sees step after step,
+    not the pool's start."""
     os.environ["KERNELGYM_CACHE"] = str(cache)
     from kernelgym.tasks.loaders import task_from_source
     from kernelgym.workers.pool import EvalPool
 
     tasks = [task_from_source(c["task"], suite="bench", level=1, file_name=f"{i}_{c['name']}.py")
              for i, c in enumerate(all_cases)]
+
+    def submit(pool, i: int, tag: str):
+        case = i % len(tasks)
+        return pool.submit(tasks[case], variant(all_cases[case]["solution"], f"{tag} c{i} {time.time_ns()}"),
+                           backend="cuda", size="gpu")
+
     points = []
     for workers in worker_counts:
         with EvalPool(workers=workers, gpu=True) as pool:
+            for future in [submit(pool, i, f"warm w{workers}") for i in range(workers)]:
+                future.result()
             started = time.perf_counter()
-            futures = [pool.submit(tasks[i % len(tasks)], variant(all_cases[i % len(tasks)]["solution"],
-                                                                  f"w{workers} c{i} {time.time_ns()}"),
-                                   backend="cuda", size="gpu") for i in range(count)]
-            results = [f.result() for f in futures]
+            results = [f.result() for f in [submit(pool, i, f"w{workers}") for i in range(count)]]
             wall = time.perf_counter() - started
         held = sum(r.stage_s.get("slot_held", 0.0) for r in results)
         verdicts: dict = {}
         for r in results:
             verdicts[r.verdict.value] = verdicts.get(r.verdict.value, 0) + 1
+        stages = {name: _median([r.stage_s[name] for r in results if name in r.stage_s])
+                  for name in ("reference", "load", "correctness", "slot_wait", "slot_held", "profile")}
         points.append({"workers": workers, "candidates": count, "wall_s": round(wall, 1),
                        "per_minute": round(60 * count / wall, 1), "slot_busy": round(held / wall, 3),
                        "median_eval_s": round(statistics.median(r.wall_s for r in results), 2),
                        "median_build_s": _median([r.build.build_s for r in results
                                                   if r.build and r.build.build_s]),
-                       "verdicts": verdicts})
+                       "median_stage_s": stages, "verdicts": verdicts})
         print("curve", points[-1], flush=True)
     return points
 
