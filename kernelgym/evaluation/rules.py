@@ -96,9 +96,11 @@ OUTPUTS_CHANGED = _rule("outputs_changed", H, "timed calls that skip work, cache
 OUTPUTS_UNREADABLE = _rule("outputs_unreadable", H, "hiding timed outputs from the judge",
                            "the trusted side's read of the frozen process's memory")
 EXTRA_CORES = _rule("extra_cores", H,
-                    "threads or processes that use more cores than the reference gets (A5, A8)",
+                    "threads or processes that use more cores than the reference gets (A5, A8), or that run "
+                    "while the candidate is stopped (io_uring's workers) and slow the reference",
                     "CPU time of the candidate's whole process tree during its timed batches: its cgroup's "
-                    "(every thread, exited ones included, to the ns; a cpuset it cannot widen), else /proc")
+                    "(every thread, exited ones included, to the ns; a cpuset it cannot widen), else /proc; "
+                    "with a cgroup, also across each reference batch, which must stay under 2 ms")
 NOT_REPRODUCED = _rule("not_reproduced", Verdict.OK, "(informational) a speedup that does not hold in a "
                        "second timing is not verified", "a second timing of both sides")
 # profile ---------------------------------------------------------------------------------------------------

@@ -65,6 +65,8 @@ if TYPE_CHECKING:
     from kernelgym.evaluation.pipeline import Pipeline
 
 _BATCH_PARTS = ("inputs", "map", "run", "check")
+# A stopped tree's threads may still finish taking their stop (kernel time, microseconds each).
+STOPPED_CPU_ALLOWANCE_S = 0.002
 # An input set's copies on a GPU: the reference's own, its pristine copy, the buffers the candidate maps, and
 # one of slack for the caching allocator's rounding (the CPU's budget is a flat 1 GiB).
 INPUT_COPIES = 4
@@ -348,7 +350,10 @@ class Evaluation:
             for side in order:
                 if side == "reference":
                     self._hold_candidate()
+                    stopped_cpu = self._candidate_cpu_s() if self.watch.cgroup is not None else None
                     record.reference_ms = self._run_reference(record.number, inputs, fd)
+                    if stopped_cpu is not None:
+                        self._require_stopped(self._candidate_cpu_s() - stopped_cpu)
                 else:
                     done = self._run_candidate(record, inputs, fd, profile)
             part("run")
@@ -386,6 +391,14 @@ class Evaluation:
         reference and look faster. (GPU work it queued before the freeze still runs: see threat-model.md.)"""
         if not self.candidate.frozen:
             self.candidate.freeze()
+
+    def _require_stopped(self, cpu_s: float) -> None:
+        """CPU: the candidate's tree, stopped, spent no CPU time while the reference's batch ran. SIGSTOP does
+        not stop every thread (io_uring's own workers ignore it); one that burns the shared core then slows
+        the reference unseen by the candidate's clock. Its cgroup counts such threads too."""
+        if cpu_s > STOPPED_CPU_ALLOWANCE_S:
+            raise end(rules.EXTRA_CORES, f"the candidate's processes ran {cpu_s * 1e3:.1f} ms while stopped, "
+                                         "beside the reference's timed batch (threads that ignore SIGSTOP)")
 
     def _reference_inputs(self, number: int) -> tuple[m.Inputs, int | None]:
         try:
