@@ -59,18 +59,16 @@ def render_feedback(result: EvalResult, max_chars: int = 4000) -> str:
     return text if len(text) <= max_chars else text[: max_chars - 20] + "\n... [truncated]"
 
 
-
 def _timing_lines(timing) -> list[str]:
     if timing is None:
         return []
     if not (timing.available and timing.candidate and timing.reference):
         return [timing.reason.capitalize() + "."] if timing.reason else []
-    lines = [
-        (f"Timing on {timing.device}: yours {timing.candidate.median_ms:.4g} ms, reference "
-        f"{timing.reference.median_ms:.4g} ms (medians of {timing.candidate.trials} runs); speedup "
-        f"{timing.speedup:.3g}x (95% CI {timing.speedup_ci_low:.3g}-{timing.speedup_ci_high:.3g}), "
-        f"{'verified' if timing.verified else 'not verified'}.")
-    ]
+    headline = (f"Timing on {timing.device}: yours {timing.candidate.median_ms:.4g} ms, reference "
+                f"{timing.reference.median_ms:.4g} ms (medians of {timing.candidate.trials} runs); speedup "
+                f"{timing.speedup:.3g}x (95% CI {timing.speedup_ci_low:.3g}-{timing.speedup_ci_high:.3g}), "
+                f"{'verified' if timing.verified else 'not verified'}.")
+    lines = [headline]
     if timing.floor_ms is not None and timing.roofline_fraction is not None:
         lines.append(
             f"Roofline: {timing.bound}-bound ({timing.flops / 1e9:.3g} GFLOP, "
@@ -88,6 +86,7 @@ def _timing_lines(timing) -> list[str]:
                      f"ms{', cached baseline' if timing.compile_baseline_cached else ''}): "
                      f"{timing.speedup_vs_compile:.3g}x.")
     return lines
+
 
 def _kernel_line(k) -> str:
     def pct(value):

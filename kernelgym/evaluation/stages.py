@@ -158,11 +158,17 @@ class Evaluation:
             raise Outcome(Reason.parse(self.result.static.reasons[0]))
 
     # reference --------------------------------------------------------------------------------------------
+    def _spares(self):
+        """The worker's spare processes, where they suit this evaluation's device (a GPU worker's are
+        GPU processes: a CPU evaluation there starts its own)."""
+        spares = self.pipeline.spares
+        return spares if spares is not None and spares.uses_gpu == (self.device == "cuda") else None
+
     def _take_spares(self):
         """A GPU worker's waiting pair of processes (start_reference forks the next once its reference is
         ready: forking on the way there would delay it)."""
-        spares = self.pipeline.spares
-        if spares is None or spares.uses_gpu != (self.device == "cuda"):
+        spares = self._spares()
+        if spares is None:
             return None
         pair = spares.take(self.cores)
         if pair is None:
@@ -216,8 +222,8 @@ class Evaluation:
                 self.result.stage_s[f"reference_{part}"] = round(float(seconds), 3)
         self._remember_roofline(msg)
         self.result.stage_s["reference"] = round(time.monotonic() - started, 3)
-        if self.pipeline.spares is not None and self.pipeline.spares.uses_gpu == (self.device == "cuda"):
-            self.pipeline.spares.refill(self.cores)  # while the candidate loads
+        if self._spares() is not None:
+            self._spares().refill(self.cores)  # while the candidate loads
 
     def _remember_roofline(self, ready: m.Ready) -> None:
         """The machine's peaks and the task's counted cost, for every later evaluation on this machine."""
@@ -562,10 +568,7 @@ class Evaluation:
         with locks.timing_slot(self.device, self.result.stage_s):  # one evaluation at a time measures
             self._hold_candidate()  # the round trip, taken off both sides' times, is measured undisturbed
             round_trip = self._round_trip_ms()
-            per_call = max((self.first_batch.reference_ms - round_trip) / self.first_batch.calls, 1e-4)
-            target_ms = options.timing_batch_ms or (25.0 if self.device == "cuda" else 10.0)
-            calls = int(min(options.max_calls_per_batch, max(1, round(target_ms / per_call))))
-            calls = self._calls_that_fit(calls)
+            calls = self._calls_per_batch(round_trip)
             with _timed_outputs_checked():
                 for _ in range(options.warmup):
                     self.batch(self.seeds(calls), [False] * calls)
@@ -642,6 +645,15 @@ class Evaluation:
                                    or precise_enough(ref_ms, cand_ms, options)):
                 break
         return ref_ms, cand_ms, cpu_s, wall_s
+
+    def _calls_per_batch(self, round_trip_ms: float = 0.0) -> int:
+        """Calls that fill a timed batch's target time, by the reference's time in the first batch (the
+        candidate cannot inflate it), less the batch's fixed round trip where it is known."""
+        first = self.first_batch
+        per_call = max((first.reference_ms - round_trip_ms) / first.calls, 1e-4)
+        target_ms = self.options.timing_batch_ms or (25.0 if self.device == "cuda" else 10.0)
+        calls = int(min(self.options.max_calls_per_batch, max(1, round(target_ms / per_call))))
+        return self._calls_that_fit(calls)
 
     def _round_trip_ms(self) -> float:
         """The fixed cost of a batch (messages, the harness's bookkeeping), measured on the reference's side:
@@ -726,7 +738,10 @@ class Evaluation:
     def profile(self) -> None:
         self.stage = "profile"
         started = time.monotonic()
-        calls = (self.result.timing.calls_per_batch if self.result.timing else None) or self._profile_calls()
+        # Without a timing stage, as many calls as a timed batch would hold: one tiny call measures mostly
+        # noise, which on a loaded machine read as untracked work in an honest backward (CI: 0.148 ms, hack).
+        timed_calls = self.result.timing.calls_per_batch if self.result.timing else None
+        calls = timed_calls or self._calls_per_batch()
         with _timed_outputs_checked():
             record = self.batch(self.seeds(calls), [False] * calls, profile=True)
         data = record.profile
@@ -746,16 +761,6 @@ class Evaluation:
             raise end(*found)
         if record.launches is not None:
             self._judge_launches(record.launches, data)
-
-    def _profile_calls(self) -> int:
-        """Without a timing stage, as many calls as a timed batch would hold (by the reference's time of the
-        first batch): one tiny call measures mostly noise, which on a loaded machine read as untracked work
-        in an honest backward (in CI: 0.148 ms of a 1-call batch, judged hack)."""
-        first = self.first_batch
-        per_call = max(first.reference_ms / max(first.calls, 1), 1e-4)
-        target_ms = self.options.timing_batch_ms or (25.0 if self.device == "cuda" else 10.0)
-        calls = int(min(self.options.max_calls_per_batch, max(1, round(target_ms / per_call))))
-        return self._calls_that_fit(calls)
 
     def _judge_launches(self, launches: LaunchCounts, data: dict) -> None:
         """The launches seen from outside, beside the candidate's own profile: recorded always; deciding
