@@ -126,7 +126,7 @@ class EvalProcess:
 
     def wait_stopped(self, limit_s: float) -> bool:
         """Wait until every thread of the candidate's processes is stopped (the helpers only wait)."""
-        running = [tid for pid in self.frozen if pid not in self.helpers for tid in _threads(pid)]
+        running = [tid for pid in self.frozen if pid not in self.helpers for tid in threads_of(pid)]
         end = time.monotonic() + limit_s
         while running and time.monotonic() < end:
             running = [tid for tid in running if (_stat_fields(tid) or ["X"])[0] not in ("T", "t", "Z", "X")]
@@ -144,7 +144,7 @@ class EvalProcess:
         for pid in self.tree():
             if pid in self.helpers:
                 continue
-            for tid in _threads(pid):
+            for tid in threads_of(pid):
                 try:
                     with open(f"/proc/{tid}/schedstat") as f:
                         spent[tid] = int(f.read().split()[0])
@@ -543,7 +543,7 @@ def _stat_fields(pid: int) -> list[str] | None:
     return data[data.rfind(")") + 2:].split()
 
 
-def _threads(pid: int) -> list[int]:
+def threads_of(pid: int) -> list[int]:
     try:
         return [int(tid) for tid in os.listdir(f"/proc/{pid}/task")]
     except OSError:

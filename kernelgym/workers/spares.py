@@ -5,6 +5,11 @@ candidate). A worker therefore forks the next pair as soon as it takes the last 
 makes its context and waits, while the worker judges. A spare runs nothing of any solution before its job
 arrives, and it serves one evaluation only, as a freshly forked process would. A CPU candidate's cgroup is
 made when the pair is taken, and the pair moved into it then, before any of its code runs.
+
+A GPU pair starts on any of the worker's cores and is pinned to its evaluation's cores when taken: started on
+those cores, its two CUDA contexts (about a second of CPU) competed with the evaluation under way there, and
+on the H100 the timing stage of a warm evaluation took 2-4 s instead of 0.5 s (benchmarks/cold_build_gpu.md).
+A CPU pair is pinned from its start: the worker judges a CPU candidate by the cores its threads last ran on.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ import tempfile
 from dataclasses import dataclass
 
 from kernelgym.workers.candidate_side import run_candidate
-from kernelgym.workers.process import EvalProcess
+from kernelgym.workers.process import EvalProcess, threads_of
 from kernelgym.workers.reference_side import run_reference
 from kernelgym.workers.sandbox import SandboxConfig
 
@@ -44,7 +49,7 @@ class Spares:
         """The waiting pair if it suits and both processes live (the caller then assigns their jobs)."""
         pair, self.waiting = self.waiting, None
         if pair is not None and pair.cores == frozenset(cores) and pair.reference.alive() \
-                and pair.candidate.alive():
+                and pair.candidate.alive() and (not self.uses_gpu or _pin(pair, cores)):
             return pair
         if pair is not None:
             pair.discard()
@@ -58,10 +63,31 @@ class Spares:
         for target, name in ((run_reference, "reference"), (run_candidate, "candidate")):
             path = f"{folder}/{name}"
             os.mkdir(path)
-            processes.append(EvalProcess(target, None, path, self.sandbox, self.uses_gpu, cores=cores))
+            processes.append(EvalProcess(target, None, path, self.sandbox, self.uses_gpu,
+                                         cores=None if self.uses_gpu else cores))
         self.waiting = SparePair(folder, frozenset(cores), *processes)
 
     def close(self) -> None:
         if self.waiting is not None:
             self.waiting.discard()
             self.waiting = None
+
+
+def _pin(pair: SparePair, cores: set[int]) -> bool:
+    """Every thread of both trees onto the evaluation's cores, until a pass finds no thread it has not pinned
+    (a thread made meanwhile by one not yet pinned inherits the old cores). Nothing of the job has run yet."""
+    pinned: set[int] = set()
+    for _ in range(5):
+        tids = {tid for process in (pair.reference, pair.candidate) for pid in process.tree()
+                for tid in threads_of(pid)}
+        if tids <= pinned:
+            return True
+        for tid in tids - pinned:
+            try:
+                os.sched_setaffinity(tid, cores)
+            except ProcessLookupError:  # exited meanwhile
+                pass
+            except OSError:
+                return False
+        pinned |= tids
+    return False
