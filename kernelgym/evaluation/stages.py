@@ -88,6 +88,16 @@ class _Batch:
     launches: LaunchCounts | None = None  # GPU, the profiled batch: kernel launches seen from outside
 
 
+@dataclass
+class _Prepared:
+    """A batch's input sets made by the reference ahead of its turn (before the GPU's slot is taken)."""
+
+    number: int
+    seeds: list[int]
+    inputs: m.Inputs
+    fd: int | None
+
+
 def seed_source(options: EvalOptions):
     import random
 
@@ -110,6 +120,7 @@ class Evaluation:
         self.ready: m.Ready | None = None
         self.readback = Readback() if self.device == "cpu" else None
         self.batches = 0
+        self.prepared: list[_Prepared] = []  # the timing's first batches' inputs, made before its slot
         self.past_clock_ms = 0.0  # CPU: timed batches' work charged past their clocks
         self.spare_folder: str | None = None  # where processes started before this job live
         # Seconds of every batch's parts so far (inputs made, inputs mapped, both sides run, outputs checked):
@@ -125,7 +136,7 @@ class Evaluation:
         try:
             self.static()
             self.start_reference()
-            self.load_candidate()
+            self.load_beside_reference()
             self.correctness()
             if self.options.timing and self.mode == "run":
                 self.timing()
@@ -191,7 +202,10 @@ class Evaluation:
                            cores=self.cores, cgroup_files=joins)
 
     def start_reference(self) -> None:
-        started = time.monotonic()
+        """The reference's process, up to the task's init arguments (what the candidate's construction needs);
+        its model and first call follow while the candidate loads, unless the machine's peaks are measured
+        (nothing else may run then: the candidate starts once the reference is ready)."""
+        self.reference_started = time.monotonic()
         job = self.child_job
         measuring_peaks = job.roofline and self.mode == "run" and job.cached_peaks is None
         spares = None if measuring_peaks else self._take_spares()
@@ -203,27 +217,55 @@ class Evaluation:
             self.reference = self._spawn(run_reference, "reference")
             if not measuring_peaks:  # its start-up (CUDA context, imports) overlaps the reference's
                 self.candidate = self._spawn(run_candidate, "candidate")
-        deadline = time.monotonic() + self.options.timeout_s + 60
+        self.reference_deadline = time.monotonic() + self.options.timeout_s + 60
         try:
-            self.reference.hello(deadline)
-            self.result.stage_s["reference_hello"] = round(time.monotonic() - started, 3)
-            msg, _, _ = self.reference.receive(deadline)
+            self.reference.hello(self.reference_deadline)
+            self.result.stage_s["reference_hello"] = round(time.monotonic() - self.reference_started, 3)
+        except TimeoutError:
+            raise end(rules.TIMEOUT, "the task's reference ran past its limit") from None
+        except Died:
+            raise end(rules.JUDGE_FAILED, f"the reference process {self.reference.death()}") from None
+        self.init_args = self._from_reference(m.InitArgs).init_args
+        if measuring_peaks:
+            self.reference_ready()
+
+    def load_beside_reference(self) -> None:
+        """The candidate's import and construction while the reference builds its model (on L2 tasks a
+        second or more of CPU initialisation on each side, which used to run one after the other)."""
+        try:
+            self.load_candidate()
+        except Outcome:
+            self.reference_ready()  # a broken task is named first, as when the reference finished first
+            raise
+        self.reference_ready()
+
+    def reference_ready(self) -> None:
+        """The reference's model built and run once: the sizes of its inputs and outputs, its roofline."""
+        if self.ready is not None:
+            return
+        # its own limit runs from its start; a long build of the candidate's may have outlasted it meanwhile
+        self.reference_deadline = max(self.reference_deadline, time.monotonic() + 1.0)
+        self.ready = self._from_reference(m.Ready)
+        for part, seconds in (self.ready.startup_s or {}).items():
+            if isinstance(seconds, int | float):
+                self.result.stage_s[f"reference_{part}"] = round(float(seconds), 3)
+        self._remember_roofline(self.ready)
+        self.result.stage_s["reference"] = round(time.monotonic() - self.reference_started, 3)
+        if self._spares() is not None:
+            self._spares().refill(self.cores)  # while the candidate's first batches run
+
+    def _from_reference(self, expected: type[m.Message]) -> m.Message:
+        try:
+            msg, _, _ = self.reference.receive(self.reference_deadline)
         except TimeoutError:
             raise end(rules.TIMEOUT, "the task's reference ran past its limit") from None
         except Died:
             raise end(rules.JUDGE_FAILED, f"the reference process {self.reference.death()}") from None
         if isinstance(msg, m.Failed):
             raise end(rules.REFERENCE_FAILED, f"the task's reference raised {msg.message[:300]}")
-        if not isinstance(msg, m.Ready):
+        if not isinstance(msg, expected):
             raise end(rules.JUDGE_FAILED, f"the reference process said {msg.kind!r}")
-        self.ready = msg
-        for part, seconds in (msg.startup_s or {}).items():
-            if isinstance(seconds, int | float):
-                self.result.stage_s[f"reference_{part}"] = round(float(seconds), 3)
-        self._remember_roofline(msg)
-        self.result.stage_s["reference"] = round(time.monotonic() - started, 3)
-        if self._spares() is not None:
-            self._spares().refill(self.cores)  # while the candidate loads
+        return msg
 
     def _remember_roofline(self, ready: m.Ready) -> None:
         """The machine's peaks and the task's counted cost, for every later evaluation on this machine."""
@@ -332,20 +374,25 @@ class Evaluation:
         self.result.stage_s["load"] = round(time.monotonic() - started, 3)
         if self.mode == "compile":
             raise end(rules.NO_GPU, "the CUDA code compiled, but this machine has no GPU to run it")
-        self.to_candidate(m.Construct(self.ready.init_args, self.child_job.init_seed))
+        started = time.monotonic()
+        self.to_candidate(m.Construct(self.init_args, self.child_job.init_seed))
         self.receive(m.Constructed, "init", self.options.timeout_s)
+        self.result.stage_s["init"] = round(time.monotonic() - started, 3)
         if self.build_s > self.result.build.build_s:  # built in __init__ (many models' answers do)
             self.result.build = BuildResult(True, round(self.build_s, 3), self.cached)
 
     # batches ------------------------------------------------------------------------------------------------
     def batch(self, seeds: list[int], perturbed: list[bool], candidate_first: bool = False,
-              profile: bool = False) -> _Batch:
+              profile: bool = False, prepared: _Prepared | None = None) -> _Batch:
         """One batch of fresh input sets through both sides, timed by this process, every output checked."""
-        self.batches += 1
-        record = _Batch(self.batches, len(seeds))
         part = Laps(self.batch_parts_s).lap
-        self.to_reference(m.MakeInputs(record.number, seeds, perturbed))
-        inputs, fd = self._reference_inputs(record.number)
+        if prepared is not None:
+            record, inputs, fd = _Batch(prepared.number, len(prepared.seeds)), prepared.inputs, prepared.fd
+        else:
+            self.batches += 1
+            record = _Batch(self.batches, len(seeds))
+            self.to_reference(m.MakeInputs(record.number, seeds, perturbed))
+            inputs, fd = self._reference_inputs(record.number)
         part("inputs")
         try:
             if inputs.ipc:
@@ -565,29 +612,22 @@ class Evaluation:
         started = time.monotonic()
         options = self.options
         parts_before = dict(self.batch_parts_s)
-        with locks.timing_slot(self.device, self.result.stage_s):  # one evaluation at a time measures
-            self._hold_candidate()  # the round trip, taken off both sides' times, is measured undisturbed
-            round_trip = self._round_trip_ms()
-            calls = self._calls_per_batch(round_trip)
-            with _timed_outputs_checked():
-                for _ in range(options.warmup):
-                    self.batch(self.seeds(calls), [False] * calls)
-                ref_ms, cand_ms, cpu_s, wall_s = self._rounds(calls, round_trip)
-            speedup, low, high = speedup_interval(ref_ms, cand_ms)
-            remeasured, reproduced = False, True
-            repeat = second_timing_needed(speedup, low, options)
-            if repeat:
-                with _timed_outputs_checked():
-                    ref2, cand2, cpu2, wall2 = self._rounds(calls, round_trip)
-                speedup2, low2, _ = speedup_interval(ref2, cand2)
-                remeasured = True
-                reproduced = second_timing_agrees(repeat, speedup, speedup2, low2, options)
-                ref_ms, cand_ms, cpu_s, wall_s = ref_ms + ref2, cand_ms + cand2, cpu_s + cpu2, wall_s + wall2
-                speedup, low, high = speedup_interval(ref_ms, cand_ms)
+        self._hold_candidate()  # the round trip, taken off both sides' times: the candidate cannot inflate it
+        round_trip = self._round_trip_ms()
+        calls = self._calls_per_batch(round_trip)
+        # What needs no quiet GPU is done before the slot: the time it is held bounds the pool's rate.
+        self._prepare_inputs(calls, options.warmup + min(5, options.timing_trials))
+        self.result.stage_s["timing_prepare"] = round(time.monotonic() - started, 3)
+        try:
+            with locks.timing_slot(self.device, self.result.stage_s):  # one evaluation at a time measures
+                ref_ms, cand_ms, cpu_s, wall_s, repeat, reproduced = self._measure(calls, round_trip)
+        finally:
+            self._release_prepared()
+        speedup, low, high = speedup_interval(ref_ms, cand_ms)
         timing = TimingResult(
             available=True, device=_device_label(self.device, options.threads), candidate=stats(cand_ms),
             reference=stats(ref_ms), speedup=round(speedup, 4), speedup_ci_low=round(low, 4),
-            speedup_ci_high=round(high, 4), remeasured=remeasured, round_trip_ms=round(round_trip, 4),
+            speedup_ci_high=round(high, 4), remeasured=bool(repeat), round_trip_ms=round(round_trip, 4),
             calls_per_batch=calls, batches=len(cand_ms),
             readback_lag_ms=getattr(self, "readback_lag_ms", None),
             cpu_past_clock_ms=round(self.past_clock_ms, 3) if self.device == "cpu" else None,
@@ -608,6 +648,25 @@ class Evaluation:
                                                                     "unverified"))
         self._check_cores(timing, cpu_s, wall_s)
 
+    def _measure(self, calls: int, round_trip: float) -> tuple:
+        """Warm-up, the timed rounds, and a second timing where the first cannot be trusted alone: each
+        side's per-call times (both timings pooled), the candidate's CPU and wall seconds, why it was
+        repeated (or None) and whether the second agreed."""
+        options = self.options
+        with _timed_outputs_checked():
+            for _ in range(options.warmup):
+                self._next_batch(calls)
+            ref_ms, cand_ms, cpu_s, wall_s = self._rounds(calls, round_trip)
+        speedup, low, _ = speedup_interval(ref_ms, cand_ms)
+        repeat = second_timing_needed(speedup, low, options)
+        if not repeat:
+            return ref_ms, cand_ms, cpu_s, wall_s, None, True
+        with _timed_outputs_checked():
+            ref2, cand2, cpu2, wall2 = self._rounds(calls, round_trip)
+        speedup2, low2, _ = speedup_interval(ref2, cand2)
+        reproduced = second_timing_agrees(repeat, speedup, speedup2, low2, options)
+        return ref_ms + ref2, cand_ms + cand2, cpu_s + cpu2, wall_s + wall2, repeat, reproduced
+
     def _against_compile(self, timing: TimingResult) -> None:
         folder = os.path.join(self.eval_dir, "compile_baseline")
         os.mkdir(folder)
@@ -625,7 +684,7 @@ class Evaluation:
         least = min(5, options.timing_trials)
         started = time.monotonic()
         for i in range(options.timing_trials):
-            record = self.batch(self.seeds(calls), [False] * calls, candidate_first=i % 2 == 1)
+            record = self._next_batch(calls, candidate_first=i % 2 == 1)
             self._require_own_kernels(record)
             clocked_ms = record.candidate_ms
             if record.cpu_ns_exact:  # its cgroup counted every thread to the ns: work past 'done' is charged
@@ -645,6 +704,38 @@ class Evaluation:
                                    or precise_enough(ref_ms, cand_ms, options)):
                 break
         return ref_ms, cand_ms, cpu_s, wall_s
+
+    def _next_batch(self, calls: int, candidate_first: bool = False) -> _Batch:
+        prepared = self.prepared.pop(0) if self.prepared else None
+        seeds = prepared.seeds if prepared else self.seeds(calls)
+        return self.batch(seeds, [False] * calls, candidate_first, prepared=prepared)
+
+    def _prepare_inputs(self, calls: int, count: int) -> None:
+        """The input sets of the timing's first batches, made by the reference now, as far as memory allows:
+        they stay in its own memory until their batch (the candidate still maps empty buffers, filled while
+        it is frozen). On the H100 making them was half the slot's time for small tasks."""
+        ready = self.ready
+        per_batch = calls * (INPUT_COPIES * ready.input_bytes + 2 * ready.output_bytes)
+        budget = (1 << 30) if self.device == "cpu" else int(0.4 * (ready.device_memory_bytes or 8 << 30))
+        # the batch under way beside the prepared ones, all within what one batch may use
+        count = min(count, budget // max(per_batch, 1) - 1)
+        for _ in range(max(count, 0)):
+            self.batches += 1
+            number, seeds = self.batches, self.seeds(calls)
+            self.to_reference(m.MakeInputs(number, seeds, [False] * calls))
+            inputs, fd = self._reference_inputs(number)
+            self.prepared.append(_Prepared(number, seeds, inputs, fd))
+
+    def _release_prepared(self) -> None:
+        """Prepared batches the timing did not need (it stopped early, or ended the evaluation)."""
+        for prepared in self.prepared:
+            if prepared.fd is not None:
+                os.close(prepared.fd)
+            try:
+                self.reference.send(m.Release(prepared.number))
+            except Died:
+                pass
+        self.prepared = []
 
     def _calls_per_batch(self, round_trip_ms: float = 0.0) -> int:
         """Calls that fill a timed batch's target time, by the reference's time in the first batch (the

@@ -168,8 +168,15 @@ class Stop(Message):
 # the reference process --------------------------------------------------------------------------------
 
 @dataclass
+class InitArgs(Message):
+    """get_init_inputs() as wire values, sent before the reference builds its model: the candidate's import
+    and construction run beside that build instead of after it."""
+
+    init_args: list[dict] = field(default_factory=list)
+
+
+@dataclass
 class Ready(Message):
-    init_args: list[dict] = field(default_factory=list)  # get_init_inputs(), as wire values
     outputs_per_call: int = 1
     input_bytes: int = 0  # one input set
     output_bytes: int = 0  # one call's outputs

@@ -65,6 +65,7 @@ class _ReferenceSide:
             self.task = load_module(job.task_source, "kernelgym_task")
             torch.manual_seed(job.init_seed)
             self.init_args = list(self.task.get_init_inputs())
+            m.send(self.sock, m.InitArgs([value_to_wire(v) for v in self.init_args]))
             part("task")
             self.model = build_model(self.task.Model, self.init_args, job.init_seed, self.dtype, job.device)
             part("model")  # on a GPU, the CUDA context's creation is in here
@@ -82,7 +83,7 @@ class _ReferenceSide:
             part("probe")
             facts = _roofline_facts(job, self.model, probe, out)
             part("roofline")
-            ready = m.Ready(init_args=[value_to_wire(v) for v in self.init_args], outputs_per_call=len(out),
+            ready = m.Ready(outputs_per_call=len(out),
                             input_bytes=sum(x.numel() * x.element_size() for x in probe
                                             if isinstance(x, torch.Tensor)),
                             output_bytes=sum(o.numel() * o.element_size() for o in out),
