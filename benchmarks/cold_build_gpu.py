@@ -187,6 +187,8 @@ def _row(case: dict, result, latency_s: float) -> dict:
     stage = result.stage_s
     return {"name": case["name"], "verdict": result.verdict.value, "latency_s": round(latency_s, 2),
             "wall_s": result.wall_s, "beyond_timing_s": round(result.wall_s - stage.get("timing", 0.0), 2),
+            # the timing stage less its slot: the inputs made ahead and the slot's wait are done outside
+            "beyond_slot_s": round(result.wall_s - stage.get("slot_held", 0.0), 2),
             "build_s": result.build.build_s if result.build else None, "speedup": result.speedup,
             "stage_s": stage, "reason": str(result.reasons[0])[:160] if result.reasons else ""}
 
@@ -235,6 +237,10 @@ def _median(values: list[float]) -> float | None:
     return round(statistics.median(values), 2) if values else None
 
 
+CURVE_STAGES = ("reference", "load", "init", "correctness", "timing_prepare", "slot_wait", "slot_held",
+                "timing_inputs", "timing_map", "timing_run", "timing_check", "profile")
+
+
 def phase_curve(all_cases: list[dict], worker_counts: list[int], count: int, cache: Path) -> list[dict]:
     """New KernelBench-format candidates (each case again with a fresh comment), all submitted at once to a
     pool that has judged one candidate per worker already: the steady rate an RL run sees step after step,
@@ -264,7 +270,7 @@ def phase_curve(all_cases: list[dict], worker_counts: list[int], count: int, cac
         for r in results:
             verdicts[r.verdict.value] = verdicts.get(r.verdict.value, 0) + 1
         stages = {name: _median([r.stage_s[name] for r in results if name in r.stage_s])
-                  for name in ("reference", "load", "correctness", "slot_wait", "slot_held", "profile")}
+                  for name in CURVE_STAGES}
         points.append({"workers": workers, "candidates": count, "wall_s": round(wall, 1),
                        "per_minute": round(60 * count / wall, 1), "slot_busy": round(held / wall, 3),
                        "median_eval_s": round(statistics.median(r.wall_s for r in results), 2),
@@ -285,13 +291,16 @@ def table(title: str, rows: list[dict], keys: list[str]) -> str:
 def print_judge(judge: dict) -> None:
     print(f"syntax error, first evaluation of a fresh pool: {judge['syntax_error_first_ms']} ms "
           f"({judge['syntax_error_verdict']})")
-    keys = ["verdict", "latency_s", "wall_s", "beyond_timing_s", "build_s", "speedup", "stage_s", "reason"]
+    keys = ["verdict", "latency_s", "wall_s", "beyond_timing_s", "beyond_slot_s", "build_s", "speedup",
+            "stage_s", "reason"]
     for label in ("cold", "warm", "triton_cold", "triton_warm", "warm_no_spares", "triton_warm_no_spares"):
         rows = judge.get(label)
         if not rows:
             continue
         print(f"judge {label}: median latency {_median([r['latency_s'] for r in rows])} s, median beyond "
-              f"timing {_median([r['beyond_timing_s'] for r in rows])} s")
+              f"timing {_median([r['beyond_timing_s'] for r in rows])} s, beyond the slot "
+              f"{_median([r['beyond_slot_s'] for r in rows])} s, slot held "
+              f"{_median([r['stage_s'].get('slot_held', 0.0) for r in rows])} s")
         print(table(f"judge, {label}, one at a time", rows, keys), flush=True)
 
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Everything kernelgym runs on the H200 host, in one call: the gpu tests, the GPU benchmarks and a replay bench.
 #   bash benchmarks/gpu_run.sh [STEP ...]     steps: env tests results bench (default: all), pending,
-#   judge and curve (issue 27's latency and throughput, KERNELBENCH_ROOT set)
+#   judge and curve (issue 27's latency and throughput, KERNELBENCH_ROOT set), final (issue 27's figures in one
+#   run: torch's own build of each file, the judge, the curve; FINAL_S, CURVE_WORKERS, CURVE_COUNT)
 # `pending` is what the CPU sessions changed and could not confirm on a GPU (about 10 minutes): the task
 # options' GPU test, the input handover's cheats, a worker's start and `kernelgym eval`'s whole command (with
 # and without the worker's warm-ups), the launches seen from outside (launch_probe_gpu.py), the reference's
@@ -59,6 +60,15 @@ if has curve; then  # issue 27: new candidates a minute over worker counts, the 
     --own benchmarks/kb_format_cuda --cache /tmp/kg-cache --phases curve --curve-workers ${CURVE_WORKERS:-8,16} \
     --curve-count ${CURVE_COUNT:-24} --timeout-s 90 > "$OUT/curve.log" 2>&1
   echo "curve rc=$?" | tee -a "$OUT/steps.log"; grep -E "^curve" "$OUT/curve.log" | tee -a "$OUT/steps.log"
+fi
+if has final; then  # issue 27 in one run: torch's own build of every file, then the judge, then the curve
+  stamp final
+  mkdir -p "$OUT/final"
+  OUT="$OUT/final" timeout ${FINAL_S:-540} python3 benchmarks/cold_build_gpu.py --kernelbench "$KERNELBENCH_ROOT" \
+    --own benchmarks/kb_format_cuda --triton 4 --parallel 13 --workers 8 --timeout-s 150 --cache /tmp/kg-cache \
+    --phases torch,judge,curve --curve-workers ${CURVE_WORKERS:-8,16} --curve-count ${CURVE_COUNT:-32} \
+    > "$OUT/final.log" 2>&1
+  echo "final rc=$?" | tee -a "$OUT/steps.log"; grep -E "^judge|^syntax|^curve|^\| (kb|own)" "$OUT/final.log" | tee -a "$OUT/steps.log"
 fi
 if has pending; then
   stamp pending

@@ -32,7 +32,7 @@ class Pipeline:
     """Evaluates jobs one at a time inside a worker. Holds the worker's knowledge of its machine."""
 
     def __init__(self, work_root: str, sandbox: SandboxConfig, has_gpu: bool, slot: int = 0,
-                 spares: bool = False):
+                 spares: bool = False, timing_core: int | None = None):
         from kernelgym.evaluation.baselines import BaselineCache
         from kernelgym.evaluation.roofline import Peaks, RecordCache, TaskCost
 
@@ -40,6 +40,7 @@ class Pipeline:
         self.sandbox = sandbox
         self.has_gpu = has_gpu
         self.slot = slot  # the worker's index in its pool: concurrent workers time on different cores
+        self.timing_core = timing_core  # GPU: where the slot's holder runs its timed batches (nothing else)
         self.baselines = BaselineCache(kernels.cache_root() / "baselines.json")
         self.peaks = RecordCache(kernels.cache_root() / "peaks.json", Peaks)
         self.costs = RecordCache(kernels.cache_root() / "task_costs.json", TaskCost)

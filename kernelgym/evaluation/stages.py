@@ -57,7 +57,7 @@ from kernelgym.stats import median
 from kernelgym.workers import cgroup, locks
 from kernelgym.workers import messages as m
 from kernelgym.workers.candidate_side import run_candidate
-from kernelgym.workers.process import Died, EvalProcess
+from kernelgym.workers.process import Died, EvalProcess, pin_threads
 from kernelgym.workers.readback import Readback
 from kernelgym.workers.reference_side import run_reference
 
@@ -613,13 +613,13 @@ class Evaluation:
         options = self.options
         parts_before = dict(self.batch_parts_s)
         self._hold_candidate()  # the round trip, taken off both sides' times: the candidate cannot inflate it
-        round_trip = self._round_trip_ms()
-        calls = self._calls_per_batch(round_trip)
+        calls = self._calls_per_batch(self._round_trip_ms())
         # What needs no quiet GPU is done before the slot: the time it is held bounds the pool's rate.
         self._prepare_inputs(calls, options.warmup + min(5, options.timing_trials))
         self.result.stage_s["timing_prepare"] = round(time.monotonic() - started, 3)
         try:
-            with locks.timing_slot(self.device, self.result.stage_s):  # one evaluation at a time measures
+            with locks.timing_slot(self.device, self.result.stage_s), self._on_timing_core():
+                round_trip = self._round_trip_ms()  # again where the batches run
                 ref_ms, cand_ms, cpu_s, wall_s, repeat, reproduced = self._measure(calls, round_trip)
         finally:
             self._release_prepared()
@@ -647,6 +647,21 @@ class Evaluation:
             self.result.reasons.append(reason(rules.NOT_REPRODUCED, f"{said}; both measurements are pooled, "
                                                                     "unverified"))
         self._check_cores(timing, cpu_s, wall_s)
+
+    @contextlib.contextmanager
+    def _on_timing_core(self):
+        """GPU: both processes on the core the pool keeps for the slot's holder while they are timed, then
+        back (best effort: where the kernel refuses, they are timed on their own cores)."""
+        core = self.pipeline.timing_core
+        if core is None or self.device != "cuda":
+            yield
+            return
+        both = lambda: self.reference.tree() + self.candidate.tree()
+        pin_threads(both, {core})
+        try:
+            yield
+        finally:
+            pin_threads(both, self.cores)
 
     def _measure(self, calls: int, round_trip: float) -> tuple:
         """Warm-up, the timed rounds, and a second timing where the first cannot be trusted alone: each

@@ -50,6 +50,13 @@ INHERITED_ENV = (
 )
 
 
+def timing_core(config: PoolConfig, gpu: bool) -> int | None:
+    """The core a GPU pool keeps for its timing slot's holder: the last one this process may use."""
+    cores = sorted(os.sched_getaffinity(0))
+    wanted = config.timing_core if config.timing_core is not None else gpu and len(cores) >= 4
+    return cores[-1] if wanted and gpu and len(cores) >= 2 else None
+
+
 @dataclass
 class PoolConfig:
     # default: half the cores on a GPU machine (builds run on every core, timing waits for its GPU's slot),
@@ -69,6 +76,11 @@ class PoolConfig:
     # a GPU machine, where a process's CUDA context costs about half a second of every evaluation, unless the
     # pool is for one evaluation, warm_up=False)
     spare_processes: bool | None = None
+    # GPU: one core kept for the evaluation that holds the GPU's timing slot, its two processes moved there
+    # for their timed batches; builds and every other process of the pool stay off it (None: on a GPU machine
+    # of 4 cores or more). Beside other workers' builds, the slot's holder shared its core and held the slot
+    # 2-3 times as long as alone.
+    timing_core: bool | None = None
     max_tasks_per_worker: int = 200
     start_timeout_s: float = 120.0
     work_root: str | None = None
@@ -146,7 +158,8 @@ class _Worker:
         if spares is None:
             spares = self.pool.gpu and config.warm_up
         self.conn.send({"work_root": work_root, "sandbox": config.sandbox, "has_gpu": self.pool.gpu,
-                        "slot": self.index, "warm_up": config.warm_up, "spares": spares})
+                        "slot": self.index, "warm_up": config.warm_up, "spares": spares,
+                        "timing_core": timing_core(config, self.pool.gpu)})
         if not self.conn.poll(config.start_timeout_s):
             self.stop()
             raise RuntimeError(f"kernelgym worker {self.index} did not start; see {work_root}/worker.log")

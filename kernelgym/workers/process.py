@@ -543,6 +543,26 @@ def _stat_fields(pid: int) -> list[str] | None:
     return data[data.rfind(")") + 2:].split()
 
 
+def pin_threads(members, cores: set[int]) -> bool:
+    """Every thread of the processes `members()` names onto `cores`, pass after pass until one finds no
+    thread it has not pinned (a thread made meanwhile by one not yet pinned inherits the old cores). False
+    where the kernel refuses (another user's process without CAP_SYS_NICE)."""
+    pinned: set[int] = set()
+    for _ in range(5):
+        tids = {tid for pid in members() for tid in threads_of(pid)}
+        if tids <= pinned:
+            return True
+        for tid in tids - pinned:
+            try:
+                os.sched_setaffinity(tid, cores)
+            except ProcessLookupError:  # exited meanwhile
+                pass
+            except OSError:
+                return False
+        pinned |= tids
+    return False
+
+
 def threads_of(pid: int) -> list[int]:
     try:
         return [int(tid) for tid in os.listdir(f"/proc/{pid}/task")]

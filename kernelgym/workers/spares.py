@@ -20,7 +20,7 @@ import tempfile
 from dataclasses import dataclass
 
 from kernelgym.workers.candidate_side import run_candidate
-from kernelgym.workers.process import EvalProcess, threads_of
+from kernelgym.workers.process import EvalProcess, pin_threads
 from kernelgym.workers.reference_side import run_reference
 from kernelgym.workers.sandbox import SandboxConfig
 
@@ -74,20 +74,5 @@ class Spares:
 
 
 def _pin(pair: SparePair, cores: set[int]) -> bool:
-    """Every thread of both trees onto the evaluation's cores, until a pass finds no thread it has not pinned
-    (a thread made meanwhile by one not yet pinned inherits the old cores). Nothing of the job has run yet."""
-    pinned: set[int] = set()
-    for _ in range(5):
-        tids = {tid for process in (pair.reference, pair.candidate) for pid in process.tree()
-                for tid in threads_of(pid)}
-        if tids <= pinned:
-            return True
-        for tid in tids - pinned:
-            try:
-                os.sched_setaffinity(tid, cores)
-            except ProcessLookupError:  # exited meanwhile
-                pass
-            except OSError:
-                return False
-        pinned |= tids
-    return False
+    """Both trees onto the evaluation's cores; nothing of the job has run yet."""
+    return pin_threads(lambda: pair.reference.tree() + pair.candidate.tree(), cores)

@@ -18,6 +18,10 @@ def _serve(conn: Connection) -> None:
 
     torch.set_num_threads(1)  # no thread pool may exist when we fork
     config = conn.recv()
+    if config.get("timing_core") is not None:  # this worker, its builds and its evaluations stay off it
+        from kernelgym.workers.process import pin_threads
+
+        pin_threads(lambda: [os.getpid()], set(os.sched_getaffinity(0)) - {config["timing_core"]})
     from kernelgym.workers.sandbox import no_inspection
 
     no_inspection()
@@ -30,7 +34,7 @@ def _serve(conn: Connection) -> None:
     os.makedirs(config["work_root"], exist_ok=True)
     _note_children(os.path.join(config["work_root"], CHILDREN_FILE))
     pipeline = Pipeline(config["work_root"], config["sandbox"], config["has_gpu"], config.get("slot", 0),
-                        spares=config.get("spares", config["has_gpu"]))
+                        spares=config.get("spares", config["has_gpu"]), timing_core=config.get("timing_core"))
     from kernelgym.evaluation.options import EvalOptions
     from kernelgym.evaluation.stages import evaluation_cores
 

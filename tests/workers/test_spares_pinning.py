@@ -35,3 +35,13 @@ def test_taking_a_pair_pins_every_thread_of_both_processes():
     finally:
         pair.discard()
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_gpu_pool_keeps_its_last_core_for_the_timing_slot_and_a_cpu_pool_none():
+    from kernelgym.workers.pool import PoolConfig, timing_core
+
+    cores = sorted(os.sched_getaffinity(0))
+    assert timing_core(PoolConfig(), gpu=False) is None
+    assert timing_core(PoolConfig(timing_core=False), gpu=True) is None
+    assert timing_core(PoolConfig(timing_core=True), gpu=True) == cores[-1]
+    assert timing_core(PoolConfig(), gpu=True) == (cores[-1] if len(cores) >= 4 else None)
