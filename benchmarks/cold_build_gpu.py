@@ -241,7 +241,18 @@ CURVE_STAGES = ("reference", "load", "init", "correctness", "timing_prepare", "s
                 "timing_inputs", "timing_map", "timing_run", "timing_check", "profile")
 
 
-def phase_curve(all_cases: list[dict], worker_counts: list[int], count: int, cache: Path) -> list[dict]:
+def _steady(done_at: list[float], workers: int) -> float | None:
+    """Candidates a minute once every worker is busy and before the last ones drain: completions between
+    the workers-th and the (count - workers)-th, over the time between them (None: too few candidates)."""
+    times = sorted(done_at)
+    first, last = workers - 1, len(times) - workers
+    if last - first < workers or times[last] <= times[first]:
+        return None
+    return round(60 * (last - first) / (times[last] - times[first]), 1)
+
+
+def phase_curve(all_cases: list[dict], worker_counts: list[int], count: int, cache: Path,
+                warm_after: tuple[str, ...] = ()) -> list[dict]:
     """New KernelBench-format candidates (each case again with a fresh comment), all submitted at once to a
     pool that has judged one candidate per worker already: the steady rate an RL run sees step after step,
     not the pool's start."""
@@ -263,8 +274,16 @@ def phase_curve(all_cases: list[dict], worker_counts: list[int], count: int, cac
             for future in [submit(pool, i, f"warm w{workers}") for i in range(workers)]:
                 future.result()
             started = time.perf_counter()
-            results = [f.result() for f in [submit(pool, i, f"w{workers}") for i in range(count)]]
+            done_at: list[float] = []
+            futures = [submit(pool, i, f"w{workers}") for i in range(count)]
+            for future in futures:
+                future.add_done_callback(lambda _, t0=started, out=done_at:
+                                         out.append(time.perf_counter() - t0))
+            results = [f.result() for f in futures]
             wall = time.perf_counter() - started
+            if warm_after:  # then a few cases alone in the same warmed pool: new, then again (warm)
+                _one_at_a_time(pool, [(c, tasks[i], c["solution"], "cuda") for i, c in enumerate(all_cases)
+                                      if c["name"] in warm_after] * 2)
         held = sum(r.stage_s.get("slot_held", 0.0) for r in results)
         verdicts: dict = {}
         for r in results:
@@ -272,7 +291,10 @@ def phase_curve(all_cases: list[dict], worker_counts: list[int], count: int, cac
         stages = {name: _median([r.stage_s[name] for r in results if name in r.stage_s])
                   for name in CURVE_STAGES}
         points.append({"workers": workers, "candidates": count, "wall_s": round(wall, 1),
-                       "per_minute": round(60 * count / wall, 1), "slot_busy": round(held / wall, 3),
+                       "per_minute": round(60 * count / wall, 1),
+                       "steady_per_minute": _steady(done_at, workers),
+                       "done_at_s": [round(t, 2) for t in sorted(done_at)],
+                       "slot_busy": round(held / wall, 3),
                        "median_eval_s": round(statistics.median(r.wall_s for r in results), 2),
                        "median_build_s": _median([r.build.build_s for r in results
                                                   if r.build and r.build.build_s]),
@@ -319,6 +341,8 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=8)
     parser.add_argument("--curve-workers", default="4,8,16")
     parser.add_argument("--curve-count", type=int, default=24)
+    parser.add_argument("--curve-then-alone", default="", help="cases judged alone in each curve pool after "
+                                                             "its rate, new then warm (comma-separated)")
     parser.add_argument("--cache", type=Path, help="kernelgym's build cache for the kernelgym phase (a "
                                                    "later call of the curve phase reuses it)")
     parser.add_argument("--phases", default="torch,kernelgym,judge")
@@ -367,7 +391,8 @@ def main() -> None:
         save()
     if "curve" in phases:
         counts = [int(w) for w in args.curve_workers.split(",")]
-        report["curve"] = phase_curve(all_cases, counts, args.curve_count, judge_cache)
+        report["curve"] = phase_curve(all_cases, counts, args.curve_count, judge_cache,
+                                      tuple(filter(None, args.curve_then_alone.split(","))))
         save()
     if "torch" in report and "kernelgym" in report:
         pairs = [(t, k) for t, k in zip(report["torch"], report["kernelgym"]["rows"])

@@ -128,7 +128,8 @@ class Evaluation:
         self.batch_parts_s = dict.fromkeys(_BATCH_PARTS, 0.0)
         self.build_s, self.cached = 0.0, True
         self.stage = "load"  # the stage under way, named in timeouts and crashes
-        self.cores = evaluation_cores(self.options.threads, pipeline.slot)  # the reference's and candidate's
+        self.cores = evaluation_cores(self.options.threads, pipeline.slot,  # the reference's and candidate's
+                                      spread=self.device == "cuda" and pipeline.timing_core is not None)
         # issue 28: the candidate's cgroup and the samples of its batches, taken from outside
         self.watch = CandidateWatch(self.device == "cpu", native=self.backend.device == "cpu")
 
@@ -933,10 +934,15 @@ def _tree_memory_bytes(sandbox) -> int | None:
     return min(limit, host // 2) if host else limit
 
 
-def evaluation_cores(threads: int, slot: int) -> set[int]:
+def evaluation_cores(threads: int, slot: int, spread: bool = False) -> set[int]:
     """The cores a reference and its candidate share: as many as the evaluation's threads, the next ones for
-    the pool's next worker (by index: picked by pid, two workers could share a core and time each other)."""
+    the pool's next worker (by index: picked by pid, two workers could share a core and time each other).
+    spread: a GPU evaluation where the pool keeps a core for timing (they are timed there): every core the
+    worker may use, so that the two sides' start-up (each builds the task's model on the CPU) runs side by
+    side rather than on one shared core."""
     available = sorted(os.sched_getaffinity(0))
+    if spread:
+        return set(available)
     start = (slot * threads) % len(available)
     return {available[(start + i) % len(available)] for i in range(min(threads, len(available)))}
 

@@ -38,7 +38,8 @@ def _serve(conn: Connection) -> None:
     from kernelgym.evaluation.options import EvalOptions
     from kernelgym.evaluation.stages import evaluation_cores
 
-    pipeline.start_spares(evaluation_cores(EvalOptions().threads, config.get("slot", 0)))
+    spread = config["has_gpu"] and config.get("timing_core") is not None  # as a GPU evaluation's
+    pipeline.start_spares(evaluation_cores(EvalOptions().threads, config.get("slot", 0), spread))
     conn.send(("ready", os.getpid()))
     while True:
         try:
