@@ -281,26 +281,26 @@ def phase_curve(all_cases: list[dict], worker_counts: list[int], count: int, cac
                                          out.append(time.perf_counter() - t0))
             results = [f.result() for f in futures]
             wall = time.perf_counter() - started
+            points.append(_curve_point(workers, count, wall, results, done_at))
+            print("curve", points[-1], flush=True)  # before anything else: a step cut short keeps it
             if warm_after:  # then a few cases alone in the same warmed pool: new, then again (warm)
                 _one_at_a_time(pool, [(c, tasks[i], c["solution"], "cuda") for i, c in enumerate(all_cases)
                                       if c["name"] in warm_after] * 2)
-        held = sum(r.stage_s.get("slot_held", 0.0) for r in results)
-        verdicts: dict = {}
-        for r in results:
-            verdicts[r.verdict.value] = verdicts.get(r.verdict.value, 0) + 1
-        stages = {name: _median([r.stage_s[name] for r in results if name in r.stage_s])
-                  for name in CURVE_STAGES}
-        points.append({"workers": workers, "candidates": count, "wall_s": round(wall, 1),
-                       "per_minute": round(60 * count / wall, 1),
-                       "steady_per_minute": _steady(done_at, workers),
-                       "done_at_s": [round(t, 2) for t in sorted(done_at)],
-                       "slot_busy": round(held / wall, 3),
-                       "median_eval_s": round(statistics.median(r.wall_s for r in results), 2),
-                       "median_build_s": _median([r.build.build_s for r in results
-                                                  if r.build and r.build.build_s]),
-                       "median_stage_s": stages, "verdicts": verdicts})
-        print("curve", points[-1], flush=True)
     return points
+
+
+def _curve_point(workers: int, count: int, wall: float, results: list, done_at: list[float]) -> dict:
+    held = sum(r.stage_s.get("slot_held", 0.0) for r in results)
+    verdicts: dict = {}
+    for r in results:
+        verdicts[r.verdict.value] = verdicts.get(r.verdict.value, 0) + 1
+    stages = {name: _median([r.stage_s[name] for r in results if name in r.stage_s]) for name in CURVE_STAGES}
+    return {"workers": workers, "candidates": count, "wall_s": round(wall, 1),
+            "per_minute": round(60 * count / wall, 1), "steady_per_minute": _steady(done_at, workers),
+            "done_at_s": [round(t, 2) for t in sorted(done_at)], "slot_busy": round(held / wall, 3),
+            "median_eval_s": round(statistics.median(r.wall_s for r in results), 2),
+            "median_build_s": _median([r.build.build_s for r in results if r.build and r.build.build_s]),
+            "median_stage_s": stages, "verdicts": verdicts}
 
 
 def table(title: str, rows: list[dict], keys: list[str]) -> str:
