@@ -614,13 +614,15 @@ class Evaluation:
         options = self.options
         parts_before = dict(self.batch_parts_s)
         self._hold_candidate()  # the round trip, taken off both sides' times: the candidate cannot inflate it
-        calls = self._calls_per_batch(self._round_trip_ms())
+        round_trip = self._round_trip_ms()
+        calls = self._calls_per_batch(round_trip)
         # What needs no quiet GPU is done before the slot: the time it is held bounds the pool's rate.
         self._prepare_inputs(calls, options.warmup + min(5, options.timing_trials))
         self.result.stage_s["timing_prepare"] = round(time.monotonic() - started, 3)
         try:
-            with locks.timing_slot(self.device, self.result.stage_s), self._on_timing_core():
-                round_trip = self._round_trip_ms()  # again where the batches run
+            with locks.timing_slot(self.device, self.result.stage_s), self._on_timing_core() as moved:
+                if moved:
+                    round_trip = self._round_trip_ms()  # again where the batches run
                 ref_ms, cand_ms, cpu_s, wall_s, repeat, reproduced = self._measure(calls, round_trip)
         finally:
             self._release_prepared()
@@ -655,12 +657,11 @@ class Evaluation:
         back (best effort: where the kernel refuses, they are timed on their own cores)."""
         core = self.pipeline.timing_core
         if core is None or self.device != "cuda":
-            yield
+            yield False
             return
         both = lambda: self.reference.tree() + self.candidate.tree()
-        pin_threads(both, {core})
         try:
-            yield
+            yield pin_threads(both, {core})
         finally:
             pin_threads(both, self.cores)
 
