@@ -50,11 +50,13 @@ INHERITED_ENV = (
 )
 
 
-def timing_core(config: PoolConfig, gpu: bool) -> int | None:
-    """The core a GPU pool keeps for its timing slot's holder: the last one this process may use."""
+def timing_cores(config: PoolConfig, gpu: bool, slots: int) -> list[int]:
+    """The cores a GPU pool keeps for its timing slots' holders, one a slot (a slot a GPU the pool spreads its
+    workers over): the last ones this process may use; none where that would leave the rest too few."""
     cores = sorted(os.sched_getaffinity(0))
-    wanted = config.timing_core if config.timing_core is not None else gpu and len(cores) >= 4
-    return cores[-1] if wanted and gpu and len(cores) >= 2 else None
+    slots = max(1, slots)
+    wanted = config.timing_core if config.timing_core is not None else len(cores) >= 4 * slots
+    return cores[-slots:] if wanted and gpu and len(cores) >= 2 * slots else []
 
 
 @dataclass
@@ -76,10 +78,10 @@ class PoolConfig:
     # a GPU machine, where a process's CUDA context costs about half a second of every evaluation, unless the
     # pool is for one evaluation, warm_up=False)
     spare_processes: bool | None = None
-    # GPU: one core kept for the evaluation that holds the GPU's timing slot, its two processes moved there
-    # for their timed batches; builds and every other process of the pool stay off it (None: on a GPU machine
-    # of 4 cores or more). Beside other workers' builds, the slot's holder shared its core and held the slot
-    # 2-3 times as long as alone.
+    # GPU: a core kept for the evaluation that holds a GPU's timing slot (one per GPU the pool uses), its two
+    # processes moved there for their timed batches; builds and every other process of the pool stay off it
+    # (None: where the machine has 4 cores or more a GPU). Beside other workers' builds, the slot's holder
+    # shared its core and held the slot 2-3 times as long as alone.
     timing_core: bool | None = None
     max_tasks_per_worker: int = 200
     start_timeout_s: float = 120.0
@@ -137,8 +139,11 @@ class _Worker:
             # initializing the CUDA driver, which would make every process forked from the worker unusable.
             "PYTORCH_NVML_BASED_CUDA_CHECK": "1",
         }
+        slots = 1  # one GPU timing slot per GPU the pool spreads its workers over
         if self.pool.gpu and "CUDA_VISIBLE_DEVICES" not in os.environ:
-            extra["CUDA_VISIBLE_DEVICES"] = str(self.index % max(1, self.pool.gpu_count))
+            slots = max(1, self.pool.gpu_count)
+            extra["CUDA_VISIBLE_DEVICES"] = str(self.index % slots)
+        reserved = timing_cores(config, self.pool.gpu, slots)
         # the worker's log stays open for the worker's lifetime
         self.log = open(os.path.join(work_root, "worker.log"), "ab")  # noqa: SIM115
         self.process = subprocess.Popen(
@@ -159,7 +164,8 @@ class _Worker:
             spares = self.pool.gpu and config.warm_up
         self.conn.send({"work_root": work_root, "sandbox": config.sandbox, "has_gpu": self.pool.gpu,
                         "slot": self.index, "warm_up": config.warm_up, "spares": spares,
-                        "timing_core": timing_core(config, self.pool.gpu)})
+                        "timing_core": reserved[self.index % len(reserved)] if reserved else None,
+                        "reserved_cores": reserved})
         if not self.conn.poll(config.start_timeout_s):
             self.stop()
             raise RuntimeError(f"kernelgym worker {self.index} did not start; see {work_root}/worker.log")

@@ -37,11 +37,14 @@ def test_taking_a_pair_pins_every_thread_of_both_processes():
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def test_a_gpu_pool_keeps_its_last_core_for_the_timing_slot_and_a_cpu_pool_none():
-    from kernelgym.workers.pool import PoolConfig, timing_core
+def test_a_gpu_pool_keeps_a_core_per_timing_slot_and_a_cpu_pool_none():
+    from kernelgym.workers.pool import PoolConfig, timing_cores
 
     cores = sorted(os.sched_getaffinity(0))
-    assert timing_core(PoolConfig(), gpu=False) is None
-    assert timing_core(PoolConfig(timing_core=False), gpu=True) is None
-    assert timing_core(PoolConfig(timing_core=True), gpu=True) == cores[-1]
-    assert timing_core(PoolConfig(), gpu=True) == (cores[-1] if len(cores) >= 4 else None)
+    assert timing_cores(PoolConfig(), gpu=False, slots=1) == []
+    assert timing_cores(PoolConfig(timing_core=False), gpu=True, slots=1) == []
+    assert timing_cores(PoolConfig(timing_core=True), gpu=True, slots=1) == cores[-1:]
+    assert timing_cores(PoolConfig(), gpu=True, slots=1) == (cores[-1:] if len(cores) >= 4 else [])
+    # a pool spread over several GPUs times on each at once: a core for each slot, or none
+    two = timing_cores(PoolConfig(timing_core=True), gpu=True, slots=2)
+    assert two == (cores[-2:] if len(cores) >= 4 else [])
