@@ -222,3 +222,29 @@ def test_a_broken_reference_is_reported_and_leaves_no_process_behind(relu_soluti
     assert result.verdict is Verdict.RUNTIME_ERROR
     assert result.reasons[0].startswith("reference_failed") and "broken" in result.reasons[0]
     assert left == [], f"evaluation processes still running after the verdict: {left}"
+
+
+BUILD_FAILS = """
+import torch
+import torch.nn as nn
+from kernelgym.kernels import load_cpp
+
+lib = load_cpp(r\"\"\"
+extern "C" void relu(const float* x, float* y, long n) { this does not compile }
+\"\"\")
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return x
+"""
+
+
+def test_a_broken_task_is_named_before_the_candidates_own_failure(pool):
+    """The candidate loads while the reference builds its model and first call; when both fail, the verdict
+    is still the task's, as when the reference finished first."""
+    from kernelgym.tasks import task_from_source
+
+    task = task_from_source(BROKEN_REFERENCE, suite="user", level=1, file_name="1_BrokenReLU.py")
+    result = pool.evaluate(task, BUILD_FAILS, backend="cpp")
+    assert result.reasons[0].startswith("reference_failed") and "broken" in result.reasons[0], result.reasons
