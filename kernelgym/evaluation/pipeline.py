@@ -46,10 +46,16 @@ class Pipeline:
         self.costs = RecordCache(kernels.cache_root() / "task_costs.json", TaskCost)
         self.spares = Spares(work_root, sandbox, uses_gpu=has_gpu) if spares else None
 
-    def start_spares(self, cores: set[int]) -> None:
-        """A GPU worker's first pair of processes, forked before its first job."""
+    def evaluation_cores(self, device: str, threads: int) -> set[int]:
+        """The cores an evaluation's two processes share on this worker (stages.evaluation_cores)."""
+        from kernelgym.evaluation.stages import evaluation_cores
+
+        return evaluation_cores(threads, self.slot, spread=device == "cuda" and self.timing_core is not None)
+
+    def start_spares(self, threads: int) -> None:
+        """A worker's first pair of processes, forked before its first job, on its evaluations' cores."""
         if self.spares is not None:
-            self.spares.refill(cores)
+            self.spares.refill(self.evaluation_cores("cuda" if self.spares.uses_gpu else "cpu", threads))
 
     def close(self) -> None:
         if self.spares is not None:

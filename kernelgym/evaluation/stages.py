@@ -128,8 +128,7 @@ class Evaluation:
         self.batch_parts_s = dict.fromkeys(_BATCH_PARTS, 0.0)
         self.build_s, self.cached = 0.0, True
         self.stage = "load"  # the stage under way, named in timeouts and crashes
-        self.cores = evaluation_cores(self.options.threads, pipeline.slot,  # the reference's and candidate's
-                                      spread=self.device == "cuda" and pipeline.timing_core is not None)
+        self.cores = pipeline.evaluation_cores(self.device, self.options.threads)  # both processes' cores
         # issue 28: the candidate's cgroup and the samples of its batches, taken from outside
         self.watch = CandidateWatch(self.device == "cpu", native=self.backend.device == "cpu")
 
@@ -219,13 +218,9 @@ class Evaluation:
             if not measuring_peaks:  # its start-up (CUDA context, imports) overlaps the reference's
                 self.candidate = self._spawn(run_candidate, "candidate")
         self.reference_deadline = time.monotonic() + self.options.timeout_s + 60
-        try:
+        with self._reference_answering():
             self.reference.hello(self.reference_deadline)
-            self.result.stage_s["reference_hello"] = round(time.monotonic() - self.reference_started, 3)
-        except TimeoutError:
-            raise end(rules.TIMEOUT, "the task's reference ran past its limit") from None
-        except Died:
-            raise end(rules.JUDGE_FAILED, f"the reference process {self.reference.death()}") from None
+        self.result.stage_s["reference_hello"] = round(time.monotonic() - self.reference_started, 3)
         self.init_args = self._from_reference(m.InitArgs).init_args
         if measuring_peaks:
             self.reference_ready()
@@ -251,17 +246,25 @@ class Evaluation:
             if isinstance(seconds, int | float):
                 self.result.stage_s[f"reference_{part}"] = round(float(seconds), 3)
         self._remember_roofline(self.ready)
-        self.result.stage_s["reference"] = round(time.monotonic() - self.reference_started, 3)
+        # its own start (its answer may have waited while the candidate loaded beside it)
+        own = sum(v for v in (self.ready.startup_s or {}).values() if isinstance(v, int | float))
+        self.result.stage_s["reference"] = round(self.result.stage_s.get("reference_hello", 0.0) + own, 3)
         if self._spares() is not None:
             self._spares().refill(self.cores)  # while the candidate's first batches run
 
-    def _from_reference(self, expected: type[m.Message]) -> m.Message:
+    @contextlib.contextmanager
+    def _reference_answering(self):
+        """A reference silent past its deadline ran past its limit; one that died is the judge's failure."""
         try:
-            msg, _, _ = self.reference.receive(self.reference_deadline)
+            yield
         except TimeoutError:
             raise end(rules.TIMEOUT, "the task's reference ran past its limit") from None
         except Died:
             raise end(rules.JUDGE_FAILED, f"the reference process {self.reference.death()}") from None
+
+    def _from_reference(self, expected: type[m.Message]) -> m.Message:
+        with self._reference_answering():
+            msg, _, _ = self.reference.receive(self.reference_deadline)
         if isinstance(msg, m.Failed):
             raise end(rules.REFERENCE_FAILED, f"the task's reference raised {msg.message[:300]}")
         if not isinstance(msg, expected):
@@ -587,7 +590,7 @@ class Evaluation:
         ready = self.ready
         if self.device != "cuda":
             return
-        need = per_batch * (INPUT_COPIES * ready.input_bytes + 2 * ready.output_bytes)
+        need = per_batch * self._bytes_per_call()
         free = ready.device_memory_bytes
         if free and need > free:
             raise end(rules.TOO_LARGE, f"one call needs about {need / 2**30:.1f} GiB with the judge's "
@@ -731,11 +734,8 @@ class Evaluation:
         """The input sets of the timing's first batches, made by the reference now, as far as memory allows:
         they stay in its own memory until their batch (the candidate still maps empty buffers, filled while
         it is frozen). On the H100 making them was half the slot's time for small tasks."""
-        ready = self.ready
-        per_batch = calls * (INPUT_COPIES * ready.input_bytes + 2 * ready.output_bytes)
-        budget = (1 << 30) if self.device == "cpu" else int(0.4 * (ready.device_memory_bytes or 8 << 30))
         # the batch under way beside the prepared ones, all within what one batch may use
-        count = min(count, budget // max(per_batch, 1) - 1)
+        count = min(count, self._memory_budget() // max(calls * self._bytes_per_call(), 1) - 1)
         for _ in range(max(count, 0)):
             self.batches += 1
             number, seeds = self.batches, self.seeds(calls)
@@ -778,12 +778,17 @@ class Evaluation:
         return median(times[2:])  # the first two warm the path
 
     def _calls_that_fit(self, calls: int, share: float = 0.4) -> int:
-        """Calls per batch that fit: each holds its input set INPUT_COPIES times and two sets of outputs (the
-        reference's and the candidate's)."""
-        ready = self.ready
-        per_call = INPUT_COPIES * ready.input_bytes + 2 * ready.output_bytes
-        budget = (1 << 30) if self.device == "cpu" else int(share * (ready.device_memory_bytes or 8 << 30))
-        return max(1, min(calls, budget // max(per_call, 1)))
+        """Calls per batch that fit in the memory a batch may use."""
+        return max(1, min(calls, self._memory_budget(share) // max(self._bytes_per_call(), 1)))
+
+    def _bytes_per_call(self) -> int:
+        """What one call holds: its input set INPUT_COPIES times and two sets of outputs (the reference's and
+        the candidate's)."""
+        return INPUT_COPIES * self.ready.input_bytes + 2 * self.ready.output_bytes
+
+    def _memory_budget(self, share: float = 0.4) -> int:
+        """The memory a batch may use: a share of the device's free memory (the CPU's is a flat 1 GiB)."""
+        return (1 << 30) if self.device == "cpu" else int(share * (self.ready.device_memory_bytes or 8 << 30))
 
     def _check_cores(self, timing: TimingResult, cpu_s: float, wall_s: float) -> None:
         if self.device != "cpu" or wall_s <= 0:

@@ -36,10 +36,8 @@ def _serve(conn: Connection) -> None:
     pipeline = Pipeline(config["work_root"], config["sandbox"], config["has_gpu"], config.get("slot", 0),
                         spares=config.get("spares", config["has_gpu"]), timing_core=config.get("timing_core"))
     from kernelgym.evaluation.options import EvalOptions
-    from kernelgym.evaluation.stages import evaluation_cores
 
-    spread = config["has_gpu"] and config.get("timing_core") is not None  # as a GPU evaluation's
-    pipeline.start_spares(evaluation_cores(EvalOptions().threads, config.get("slot", 0), spread))
+    pipeline.start_spares(EvalOptions().threads)
     conn.send(("ready", os.getpid()))
     while True:
         try:
