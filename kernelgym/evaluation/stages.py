@@ -718,12 +718,22 @@ class Evaluation:
             spent += max(record.reference_ms, record.candidate_ms) / 1e3
             # The budget is the measured time per side; the stage's wall time (fresh inputs, the checks of
             # every output) is held to a few times that. The GPU's slot is held meanwhile, so a timing also
-            # stops once it is precise enough to decide the verdict and the reward.
+            # stops once it is precise enough to decide the verdict and the reward, and, on the CPU, its
+            # samples enough to decide whose code did the work.
             if i + 1 >= least and (spent > options.timing_budget_s
                                    or time.monotonic() - started > 3 * options.timing_budget_s
-                                   or precise_enough(ref_ms, cand_ms, options)):
+                                   or precise_enough(ref_ms, cand_ms, options) and self._samples_decide()):
                 break
         return ref_ms, cand_ms, cpu_s, wall_s
+
+    def _samples_decide(self) -> bool:
+        """Whether the instruction pointers sampled so far can decide the own-code verdict. A fast task's
+        timing was precise after a few batches of ~10 ms, whose samples (one per ms of CPU time, a third in
+        glue) were too few: the candidate's in-process profile then decided, forgeable and noisy under load
+        (honest tiny kernels judged `untracked_compute` in CI). More of the same timed batches decide it;
+        the candidate cannot tell them from the others."""
+        return not self.watch.judges_own_code() or own_code.decides(self.watch.evidence,
+                                                                    self.options.max_torch_share)
 
     def _next_batch(self, calls: int, candidate_first: bool = False) -> _Batch:
         prepared = self.prepared.pop(0) if self.prepared else None

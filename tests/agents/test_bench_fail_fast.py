@@ -244,7 +244,8 @@ def test_an_endpoint_that_never_answers_fails_the_check_in_about_10_s(tmp_path):
                                "--out", str(tmp_path / "run")],
                               check=False, capture_output=True, text=True, timeout=60)
         elapsed = time.monotonic() - started
-    assert proc.returncode == 1 and elapsed < 15, (elapsed, proc.stderr)
+    # the check gives up at 10 s; the rest is a fresh interpreter importing the CLI on a loaded 2-core VM
+    assert proc.returncode == 1 and elapsed < 25, (elapsed, proc.stderr)
     assert proc.stderr.count("\n") == 1 and url in proc.stderr and "Timeout" in proc.stderr, proc.stderr
 
 

@@ -1,9 +1,10 @@
 """The verification gate, on kernelgym's real judge (cpp backend, CPU size).
 
-Admission uses the bundled fused Conv2d+ReLU+bias solution at the default threshold 1.0 (it measured about
-1.75x on the 2-core CI machine). The bundled OpenMP ReLU runs at only about 0.9x of torch.relu there (both
-sides are timed on one thread and torch's kernel is already vectorized), so the tests that use it as an
-honest-but-unremarkable kernel pass a threshold of 0.5.
+Admission uses the bundled fused Conv2d+MaxPool+HardSwish solution at the default threshold 1.0 (2.46-2.58x
+on the 2-core VM, five evaluations). The fused Conv2d+ReLU+bias one (1.32-1.37x quiet) once measured 1.15x
+under CI's load, unverified, and a gate that needs every run verified then rightly refused it. The bundled
+OpenMP ReLU runs at only about 0.9x of torch.relu there (both sides are timed on one thread and torch's kernel
+is already vectorized), so the tests that use it as an honest-but-unremarkable kernel pass a threshold of 0.5.
 """
 
 import json
@@ -20,8 +21,8 @@ from kernelgym.skill_store.store import SkillExistsError
 
 SOLUTIONS = Path(kernelgym.__file__).parent / "solutions"
 HONEST = SOLUTIONS / "cpp" / "level1" / "1_ReLU.py"
-FUSED_CONV = SOLUTIONS / "cpp" / "level2" / "2_Conv2d_ReLU_BiasAdd.py"
-CONV_TASK = "bundled/L2/2_Conv2d_ReLU_BiasAdd"
+FUSED_CONV = SOLUTIONS / "cpp" / "level2" / "6_Conv2d_MaxPool_HardSwish.py"
+CONV_TASK = "bundled/L2/6_Conv2d_MaxPool_HardSwish"
 PASSTHROUGH = SOLUTIONS / "cheats" / "cpp" / "level1" / "1_ReLU__pytorch_passthrough.py"
 SLOW = Path(__file__).with_name("solutions") / "relu_slow.py"
 RELU = "bundled/L1/1_ReLU"
@@ -50,12 +51,12 @@ def gate(pool, threshold=0.5, runs=3):
 @pytest.mark.slow
 def test_honest_solution_is_admitted_with_evidence(pool, db_path):
     store = SkillStore(db_path, seed=False)
-    fused = candidate("cpp-conv-relu-bias-fused", FUSED_CONV, task_ids=(CONV_TASK,))
+    fused = candidate("cpp-conv-pool-hardswish-fused", FUSED_CONV, task_ids=(CONV_TASK,))
     decision = gate(pool, threshold=1.0).submit(store, fused)
     assert decision.admitted, decision.reason
     assert [r.verdict for r in decision.runs] == ["ok"] * 3
     assert all(r.verified_speedup > 1.0 for r in decision.runs)
-    skill = store.get("cpp-conv-relu-bias-fused")
+    skill = store.get("cpp-conv-pool-hardswish-fused")
     assert skill.status == "admitted" and skill.provenance.source == "distilled"
     assert skill.solution.task_ids == [CONV_TASK] and "ModelNew" in skill.solution.source
     (evidence,) = skill.evidence
@@ -69,15 +70,16 @@ def test_honest_solution_is_admitted_with_evidence(pool, db_path):
     store.put(SkillStore(db_path.with_name("seeded.sqlite")).list()[0])
     decisions = gate(pool, threshold=1.0, runs=1).reverify(store)
     by_id = {d.skill_id: d for d in decisions}
-    assert by_id["cpp-conv-relu-bias-fused"].admitted and not by_id["cpp-conv-relu-bias-fused"].skipped
+    fused = by_id["cpp-conv-pool-hardswish-fused"]
+    assert fused.admitted and not fused.skipped
     assert sum(d.skipped for d in decisions) == 1
-    again = store.get("cpp-conv-relu-bias-fused")
+    again = store.get("cpp-conv-pool-hardswish-fused")
     assert len(again.history) == 2 and again.version == skill.version + 1 and len(again.evidence) == 1
 
     # A bar the kernel cannot clear demotes it on re-verification, and the reason is kept.
-    (decision,) = gate(pool, threshold=10.0, runs=1).reverify(store, ["cpp-conv-relu-bias-fused"])
+    (decision,) = gate(pool, threshold=10.0, runs=1).reverify(store, ["cpp-conv-pool-hardswish-fused"])
     assert not decision.admitted
-    demoted = store.get("cpp-conv-relu-bias-fused")
+    demoted = store.get("cpp-conv-pool-hardswish-fused")
     assert demoted.status == "rejected" and "not verified above 10" in demoted.history[-1].reason
 
 
