@@ -169,6 +169,7 @@ class OwnCodeEvidence:
     torch_by_symbol: Counter = field(default_factory=Counter)  # PyTorch's samples, by function
     batches: int = 0
     incomplete_batches: int = 0  # a ring overflowed or samples were lost
+    timed_work: list = field(default_factory=list)  # (own, foreign) samples of each timed batch
 
     @property
     def total(self) -> int:
@@ -177,10 +178,28 @@ class OwnCodeEvidence:
     def share(self, *kinds: str) -> float:
         return sum(self.by_kind[k] for k in kinds) / self.total if self.total else 0.0
 
-    def add(self, samples: list[IpSamples], tree_cpu_ns: int | None, classifier: Classifier) -> None:
+    def add(self, samples: list[IpSamples], tree_cpu_ns: int | None, classifier: Classifier,
+            timed: bool = False) -> None:
         """One batch: every process's samples, and the tree's CPU time over the batch (None: unknown), of
         which what no sampled thread spent counts as other code (a thread born and gone in the batch)."""
         self.batches += 1
+        before = (self.by_kind[OWN], self._foreign())
+        self._add(samples, tree_cpu_ns, classifier)
+        if timed:
+            self.timed_work.append((self.by_kind[OWN] - before[0], self._foreign() - before[1]))
+
+    def _foreign(self) -> int:
+        return self.by_kind[TORCH] + self.by_kind[OTHER]
+
+    def timed_foreign_share(self) -> tuple[float, int]:
+        """The foreign share of the work, each timed batch counted once (as the timing's median counts it),
+        and how many timed batches had work samples. The pooled share weighs batches by their CPU time: a
+        candidate that burns its own code in a few batches outweighs PyTorch doing the work in the rest,
+        which are the ones the median pays."""
+        shares = [foreign / (own + foreign) for own, foreign in self.timed_work if own + foreign]
+        return (sum(shares) / len(shares) if shares else 0.0), len(shares)
+
+    def _add(self, samples: list[IpSamples], tree_cpu_ns: int | None, classifier: Classifier) -> None:
         sampled_ns = 0
         for one in samples:
             sampled_ns += one.cpu_ns_sampled_threads
@@ -279,6 +298,20 @@ def _tail(k: int, n: int, p: float) -> float:
     return min(total, 1.0)
 
 
+MIN_TIMED_BATCHES = 5  # the timing's own least number of batches
+
+
+def _judge_timed_batches(evidence: OwnCodeEvidence, max_foreign_share: float) -> tuple[str, str] | None:
+    """The same limit on the timed batches' shares, each batch counted once: own code run in a few batches
+    must not stand for the others (tests/adversarial/cpp_passthrough_in_most_batches.py)."""
+    share, batches = evidence.timed_foreign_share()
+    if batches < MIN_TIMED_BATCHES or share <= max_foreign_share:
+        return None
+    which = "torch" if evidence.by_kind[TORCH] >= evidence.by_kind[OTHER] else "other"
+    return which, (f"in the average timed batch, {share:.0%} of the candidate's sampled work ran outside its "
+                   f"own code ({batches} batches): its own code's samples came from a few batches")
+
+
 def decides(evidence: OwnCodeEvidence, max_foreign_share: float) -> bool:
     """Whether the samples can decide either way: MIN_SAMPLES of work, or fewer that already rule out an
     allowed share. Fewer samples than that (a fast candidate, a short timing) decide nothing, and the
@@ -307,7 +340,7 @@ def judge(evidence: OwnCodeEvidence, max_foreign_share: float) -> tuple[str, str
     share = foreign / work
     if not (share > max_foreign_share and
             (work >= MIN_SAMPLES or _tail(foreign, work, max_foreign_share) < SIGNIFICANCE)):
-        return None
+        return _judge_timed_batches(evidence, max_foreign_share)
     torch_part, other_part = evidence.by_kind[TORCH] / work, evidence.by_kind[OTHER] / work
     seen = ", ".join(f"{name} {part:.0%}" for name, part in evidence.top_paths(3))
     which = "torch" if torch_part >= other_part else "other"
@@ -446,13 +479,13 @@ class CandidateWatch:
         """The reference's batch: sampled only so that both sides pay the same interrupts."""
         self.reference_sampler.stop(attribute_samples=False)
 
-    def take(self, tree_cpu_s: float | None) -> None:
+    def take(self, tree_cpu_s: float | None, timed: bool = False) -> None:
         """The candidate's batch, after it was frozen: its samples, and the CPU time its sampled threads did
         not account for (exact only with the cgroup; per-process ticks are too coarse to count)."""
         samples = self.sampler.stop()
         if self.judges_own_code():
             tree_ns = int(tree_cpu_s * 1e9) if self.cgroup is not None and tree_cpu_s is not None else None
-            self.evidence.add(samples, tree_ns, self.classifier)
+            self.evidence.add(samples, tree_ns, self.classifier, timed)
 
     def close(self) -> None:
         self.sampler.close()

@@ -511,7 +511,7 @@ class Evaluation:
             self.candidate.freeze()
             record.candidate_cpu_s = self._candidate_cpu_s() - cpu_before
             record.cpu_ns_exact = self.watch.cgroup is not None
-            self.watch.take(record.candidate_cpu_s)
+            self.watch.take(record.candidate_cpu_s, timed=self.stage == "timing")
             outside = self.candidate.cpus_seen() - self.cores
             if outside:  # the kernel's own record: a thread was allowed on, or ran on, another core
                 raise end(rules.EXTRA_CORES, f"the candidate's threads reached cores {sorted(outside)}, "

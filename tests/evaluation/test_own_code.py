@@ -50,6 +50,26 @@ def test_a_tiny_task_is_judged_only_when_its_few_samples_rule_out_honesty():
     assert judge(_evidence(own=0, torch=2, glue=20), 0.3) is None
 
 
+def _timed(batches: list[tuple[int, int]], glue: int = 0) -> OwnCodeEvidence:
+    """Evidence of timed batches, each (own, torch) samples."""
+    evidence = _evidence(own=sum(o for o, _ in batches), torch=sum(t for _, t in batches), glue=glue)
+    evidence.timed_work = list(batches)
+    return evidence
+
+
+def test_own_code_in_a_few_batches_does_not_stand_for_the_rest():
+    """The timing pays the median batch: PyTorch doing the work in two of three batches, own code burnt in
+    the third, is 10% PyTorch pooled and two thirds PyTorch in the average batch."""
+    cheat = _timed([(0, 5), (0, 5), (100, 0)] * 7)
+    assert cheat.share(TORCH) < 0.1
+    rule, message = judge(cheat, 0.3)
+    assert rule == "torch" and "average timed batch" in message
+    # honest batches of a few samples each, PyTorch now and then: within the limit either way
+    assert judge(_timed([(3, 0), (2, 1), (4, 0), (3, 0), (2, 0), (5, 1)] * 3, glue=40), 0.3) is None
+    # too few timed batches to weigh them one by one: the pooled share alone decides
+    assert judge(_timed([(0, 5), (0, 5), (100, 0)]), 0.3) is None
+
+
 def test_too_few_samples_hand_the_verdict_to_the_in_process_profile():
     """A passthrough whose few samples fell in glue (seen once in CI: judged ok) is not passed for want of
     evidence: the samples decide only with enough work, or when few already rule out honesty."""
