@@ -701,9 +701,9 @@ class Evaluation:
         ref_ms: list[float] = []
         cand_ms: list[float] = []
         cpu_s = wall_s = spent = 0.0
-        least = min(5, options.timing_trials)
+        least, most = min(5, options.timing_trials), options.timing_trials
         started = time.monotonic()
-        for i in range(options.timing_trials):
+        for i in range(2 * most):  # past `most` only while the samples cannot decide
             record = self._next_batch(calls, candidate_first=i % 2 == 1)
             self._require_own_kernels(record)
             clocked_ms = record.candidate_ms
@@ -720,9 +720,11 @@ class Evaluation:
             # every output) is held to a few times that. The GPU's slot is held meanwhile, so a timing also
             # stops once it is precise enough to decide the verdict and the reward, and, on the CPU, its
             # samples enough to decide whose code did the work.
-            if i + 1 >= least and (spent > options.timing_budget_s
-                                   or time.monotonic() - started > 3 * options.timing_budget_s
-                                   or precise_enough(ref_ms, cand_ms, options) and self._samples_decide()):
+            if i + 1 < least:
+                continue
+            if spent > options.timing_budget_s or time.monotonic() - started > 3 * options.timing_budget_s:
+                break
+            if self._samples_decide() and (i + 1 >= most or precise_enough(ref_ms, cand_ms, options)):
                 break
         return ref_ms, cand_ms, cpu_s, wall_s
 
@@ -730,8 +732,8 @@ class Evaluation:
         """Whether the instruction pointers sampled so far can decide the own-code verdict. A fast task's
         timing was precise after a few batches of ~10 ms, whose samples (one per ms of CPU time, a third in
         glue) were too few: the candidate's in-process profile then decided, forgeable and noisy under load
-        (honest tiny kernels judged `untracked_compute` in CI). More of the same timed batches decide it;
-        the candidate cannot tell them from the others."""
+        (honest tiny kernels judged `untracked_compute` in CI). More of the same timed batches decide it,
+        up to twice `timing_trials` within the same time budget; the candidate cannot tell them apart."""
         return not self.watch.judges_own_code() or own_code.decides(self.watch.evidence,
                                                                     self.options.max_torch_share)
 
