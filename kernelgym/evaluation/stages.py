@@ -701,9 +701,9 @@ class Evaluation:
         ref_ms: list[float] = []
         cand_ms: list[float] = []
         cpu_s = wall_s = spent = 0.0
-        least, most = min(5, options.timing_trials), options.timing_trials
+        least = min(5, options.timing_trials)
         started = time.monotonic()
-        for i in range(2 * most):  # past `most` only while the samples cannot decide
+        for i in range(options.timing_trials):
             record = self._next_batch(calls, candidate_first=i % 2 == 1)
             self._require_own_kernels(record)
             clocked_ms = record.candidate_ms
@@ -724,7 +724,7 @@ class Evaluation:
                 continue
             if spent > options.timing_budget_s or time.monotonic() - started > 3 * options.timing_budget_s:
                 break
-            if self._samples_decide() and (i + 1 >= most or precise_enough(ref_ms, cand_ms, options)):
+            if self._samples_decide() and precise_enough(ref_ms, cand_ms, options):
                 break
         return ref_ms, cand_ms, cpu_s, wall_s
 
@@ -733,7 +733,7 @@ class Evaluation:
         timing was precise after a few batches of ~10 ms, whose samples (one per ms of CPU time, a third in
         glue) were too few: the candidate's in-process profile then decided, forgeable and noisy under load
         (honest tiny kernels judged `untracked_compute` in CI). More of the same timed batches decide it,
-        up to twice `timing_trials` within the same time budget; the candidate cannot tell them apart."""
+        within `timing_trials` and the time budget; the candidate cannot tell them apart."""
         return not self.watch.judges_own_code() or own_code.decides(self.watch.evidence,
                                                                     self.options.max_torch_share)
 

@@ -46,13 +46,16 @@ def test_an_honest_kernel_is_ok_on_its_samples_and_its_cgroup(tmp_path):
 def test_a_fast_kernel_is_timed_until_its_samples_decide(tmp_path):
     """ReLU at the CPU size is precise after five batches of ~10 ms, whose samples were too few (24, a third
     in glue): the candidate's own profile then decided, and under CI's load judged honest kernels `hack`.
-    The timing now goes on until the samples decide (in CI, 30 batches once left 49 samples: up to 60)."""
-    result = _judge(tmp_path, _honest(), EvalOptions(confirm_verified=False))
+    The timing now goes on until the samples decide, within its batches (30 by default: in CI they once
+    left 49 samples, too few, and the profile decided; here the test gives it room)."""
+    result = _judge(tmp_path, _honest(), EvalOptions(confirm_verified=False, timing_trials=80,
+                                                     timing_budget_s=20.0))
     assert result.verdict is Verdict.OK, result.reasons
-    assert not any("too few to decide" in w for w in result.static.warnings), result.static.warnings
+    assert not any("too few to decide" in w for w in result.static.warnings), (
+        result.static.warnings, result.timing.batches, result.profile, result.stage_s)
     work = result.profile.samples * (1 - result.profile.sampled_shares["glue"])
     assert work >= own_code.MIN_SAMPLES - 1, result.profile  # shares are rounded
-    assert result.timing.batches <= 2 * EvalOptions().timing_trials
+    assert result.timing.batches < 80  # it stopped once precise and decided, not at its limit
 
 
 def test_without_perf_events_the_verdict_says_so_and_names_the_fallback(tmp_path, monkeypatch):
