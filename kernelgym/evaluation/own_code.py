@@ -169,7 +169,7 @@ class OwnCodeEvidence:
     torch_by_symbol: Counter = field(default_factory=Counter)  # PyTorch's samples, by function
     batches: int = 0
     incomplete_batches: int = 0  # a ring overflowed or samples were lost
-    timed_work: list = field(default_factory=list)  # (own, foreign) samples of each timed batch
+    timed_work: list[tuple[int, int]] = field(default_factory=list)  # work() added by each timed batch
 
     @property
     def total(self) -> int:
@@ -183,13 +183,15 @@ class OwnCodeEvidence:
         """One batch: every process's samples, and the tree's CPU time over the batch (None: unknown), of
         which what no sampled thread spent counts as other code (a thread born and gone in the batch)."""
         self.batches += 1
-        before = (self.by_kind[OWN], self._foreign())
+        own_before, foreign_before = self.work()
         self._add(samples, tree_cpu_ns, classifier)
         if timed:
-            self.timed_work.append((self.by_kind[OWN] - before[0], self._foreign() - before[1]))
+            own, foreign = self.work()
+            self.timed_work.append((own - own_before, foreign - foreign_before))
 
-    def _foreign(self) -> int:
-        return self.by_kind[TORCH] + self.by_kind[OTHER]
+    def work(self) -> tuple[int, int]:
+        """The samples of work, outside the glue: the solution's own, and PyTorch's and other code's."""
+        return self.by_kind[OWN], self.by_kind[TORCH] + self.by_kind[OTHER]
 
     def timed_foreign_share(self) -> tuple[float, int]:
         """The foreign share of the work, each timed batch counted once (as the timing's median counts it),
@@ -317,7 +319,7 @@ def decides(evidence: OwnCodeEvidence, max_foreign_share: float) -> bool:
     allowed share. Fewer samples than that (a fast candidate, a short timing) decide nothing, and the
     in-process profile decides instead, as on a host that refuses perf events: a passthrough whose few
     samples happened to fall in glue must not pass for want of evidence."""
-    own, foreign = evidence.by_kind[OWN], evidence.by_kind[TORCH] + evidence.by_kind[OTHER]
+    own, foreign = evidence.work()
     work = own + foreign
     if not evidence.available or not work:
         return False
@@ -333,7 +335,7 @@ def judge(evidence: OwnCodeEvidence, max_foreign_share: float) -> tuple[str, str
     above `max_foreign_share` is a passthrough (or another library doing the work): judged on the share
     once there are MIN_SAMPLES of work, and before that only when the samples rule out an allowed share
     (a one-sided binomial test: a tiny task's few samples, all in torch, are still evidence)."""
-    own, foreign = evidence.by_kind[OWN], evidence.by_kind[TORCH] + evidence.by_kind[OTHER]
+    own, foreign = evidence.work()
     work = own + foreign
     if not evidence.available or not work:
         return None
