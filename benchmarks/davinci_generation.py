@@ -130,10 +130,12 @@ def main(args) -> None:
     out.mkdir(parents=True, exist_ok=True)
     model, what = pick_model(args.model)
     backbone = Backbone(BackboneConfig(model=model, device=args.device, dtype=args.dtype,
-                                       threads=args.threads, max_prompt_tokens=4096))
+                                       mixed_precision=args.mixed_precision, threads=args.threads,
+                                       max_prompt_tokens=4096))
     device_name = torch.cuda.get_device_name(0) if args.device.startswith("cuda") else platform.processor()
     result = {"model": what, "device": args.device, "device_name": device_name or platform.machine(),
-              "dtype": args.dtype, "threads": torch.get_num_threads(), "torch": torch.__version__,
+              "dtype": args.dtype, "mixed_precision": args.mixed_precision,
+              "threads": torch.get_num_threads(), "torch": torch.__version__,
               "transformers": transformers.__version__, "cpu_count": os.cpu_count(),
               "load_average": os.getloadavg(), "settings": vars(args), "batches": []}
     timed_batch(backbone, 1, 8)  # warm-up: allocations, kernels
@@ -166,6 +168,8 @@ if __name__ == "__main__":
     parser.add_argument("--device", default="cuda" if os.environ.get("CUDA_VISIBLE_DEVICES") != "" and
                         Path("/dev/nvidiactl").exists() else "cpu")
     parser.add_argument("--dtype", default="float32")
+    parser.add_argument("--mixed-precision", default="no",
+                        help="bf16: fp32 weights under bf16 autocast, as a full fine-tuning run generates")
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--tokens", type=int, default=512, help="new tokens per row")
     parser.add_argument("--batches", default="1,4,16,64")

@@ -83,6 +83,17 @@ class Backbone:
             return torch.autocast(device_type=device, dtype=torch.bfloat16)
         return contextlib.nullcontext()
 
+    def exclusive(self):
+        """Hold the GPU's timing slot while the policy's own kernels run there (`exclusive_gpu`): a candidate
+        timed beside generation or a training step would be timed against them. A no-op on the CPU, where
+        the judge's timed processes have cores of their own."""
+        if not (self.config.exclusive_gpu and str(self.config.device).startswith("cuda")):
+            return contextlib.nullcontext()
+        from kernelgym.workers import locks
+
+        locks.prepare()
+        return locks.device_lock("cuda")
+
     @property
     def checkpointing(self) -> bool:
         """Gradient (activation) checkpointing is on."""
@@ -148,8 +159,9 @@ class Backbone:
         step = max(1, batch_size or len(prompts))
         out: list[Generated] = []
         for start in range(0, len(prompts), step):
-            out += self._generate_rows(role, prompts[start:start + step], max_new_tokens, temperature, top_p,
-                                       min_new_tokens)
+            with self.exclusive():
+                out += self._generate_rows(role, prompts[start:start + step], max_new_tokens, temperature,
+                                           top_p, min_new_tokens)
         return out
 
     def _generate_rows(self, role: str, prompts: list[list[int]], max_new_tokens: int, temperature: float,

@@ -43,6 +43,10 @@ class BackboneConfig:
     # activations in the backward pass instead of keeping them (training forwards only).
     mixed_precision: str = "no"  # "no" or "bf16"
     gradient_checkpointing: bool = False
+    # On a GPU the judge also times candidates on: the policy's generation and training steps hold that GPU's
+    # timing slot (kernelgym.workers.locks), so no candidate is timed beside the policy's own kernels.
+    # Builds and correctness checks go on meanwhile; only timings wait.
+    exclusive_gpu: bool = True
 
 
 @dataclass
@@ -131,6 +135,9 @@ class RLConfig(_TrainingConfig):
     task_sampling: str = "uniform"
     workers: int = 1  # judge workers
     resume: bool = True  # continue from the latest checkpoint in output_dir
+    # > 0: stop after the step that ends past this many seconds of this call, with a checkpoint, so a machine
+    # lent for a fixed time ends on a step boundary; the same command continues from there.
+    max_wall_s: float = 0.0
 
 
 @dataclass

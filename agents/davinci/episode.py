@@ -211,15 +211,21 @@ class EpisodeRunner:
                       and (replies is None or r.index < len(replies))]
             if not active:
                 break
-            messages = [roles.policy_messages(r.obs["prompt"], r.skills,
-                                              r.history[-c.history:] if c.history else []) for r in active]
-            texts = [replies[r.index] if replies is not None else None for r in active]
-            turns = self._turns("policy", messages, texts, c.policy_tokens)
-            if len(active) == 1:
-                self._step(active[0], turns[0])
-            else:
-                with ThreadPoolExecutor(max_workers=len(active), thread_name_prefix="davinci-step") as ex:
-                    list(ex.map(self._step, active, turns))
+            # Chunk by chunk: a chunk's replies go to the judge as soon as they are generated, and build and
+            # check there while the next chunk generates (every reply still comes from the same weights).
+            chunk = max(1, c.generation_batch)
+            with ThreadPoolExecutor(max_workers=len(active), thread_name_prefix="davinci-step") as ex:
+                judged = []
+                for start in range(0, len(active), chunk):
+                    rows = active[start:start + chunk]
+                    messages = [roles.policy_messages(r.obs["prompt"], r.skills,
+                                                      r.history[-c.history:] if c.history else [])
+                                for r in rows]
+                    texts = [replies[r.index] if replies is not None else None for r in rows]
+                    turns = self._turns("policy", messages, texts, c.policy_tokens)
+                    judged += [ex.submit(self._step, r, t) for r, t in zip(rows, turns, strict=True)]
+                for future in judged:
+                    future.result()
         for r in rollouts:
             best = r.info.get("best")
             if best:

@@ -90,11 +90,12 @@ def reinforce_step(backbone, optimizer, trajectories: Sequence[Trajectory], *, m
 
     backbone.model.train()
     optimizer.zero_grad(set_to_none=True)
-    stats = accumulate(backbone, trajectories, role_weights=role_weights, kl_coef=kl_coef, extra=extra)
-    params = [p for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
-    if params:
-        stats.grad_norm = float(torch.nn.utils.clip_grad_norm_(params, max_grad_norm))
-        optimizer.step()
+    with backbone.exclusive():  # on a GPU: no candidate is timed beside the backward passes
+        stats = accumulate(backbone, trajectories, role_weights=role_weights, kl_coef=kl_coef, extra=extra)
+        params = [p for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
+        if params:
+            stats.grad_norm = float(torch.nn.utils.clip_grad_norm_(params, max_grad_norm))
+            optimizer.step()
     optimizer.zero_grad(set_to_none=True)
     return stats
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import random
 import re
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -95,13 +96,17 @@ def run_rl(config: RLConfig, *, backbone=None, pool=None, tensorboard: bool = Tr
         sampler = make_sampler(config, runner.env.unwrapped.tasks, task_ids)
         if checkpoint is not None and sampler is not None:
             sampler.load(state.get("sampler", {}))
+        started = time.monotonic()
         try:
             for step in range(start, config.steps):
                 _one_step(config, step, backbone, optimizer, runner, task_ids, result, writer, out, credit,
                           sampler)
-                if (step + 1) % config.save_every == 0 or step + 1 == config.steps:
+                out_of_time = 0 < config.max_wall_s <= time.monotonic() - started
+                if (step + 1) % config.save_every == 0 or step + 1 == config.steps or out_of_time:
                     save_checkpoint(out / f"checkpoint-{step + 1}", backbone, optimizer, runner, step + 1,
                                     credit, sampler)
+                if out_of_time:
+                    break
         finally:
             runner.close()
             store.close()
