@@ -14,7 +14,8 @@
 # benchmarks/gpu_train.sh setup measure`; call 2 carries [.big/p2, .big/sha, .whl] and runs `bash
 # benchmarks/gpu_train.sh setup model run collect`; later calls run `bash benchmarks/gpu_train.sh setup run
 # collect` until results.json holds after_rl (see ../shared/gpu-host/model_parts.sh for the parts).
-# Knobs: BACKEND (auto: the backend the judge took more candidates a minute of in `measure`, else triton),
+# Knobs: BACKEND (auto: the backend the judge took more `ok` candidates a minute of in `measure`, else
+# triton),
 # STEPS_RL, TASKS, GROUP, TURNS, TOKENS, WORKERS, GEN_BATCH, SEED, RUN, CALL_S, EXTRA (more davinci_run args).
 set -uo pipefail
 OUT=${OUT:-/tmp/kernelgym-gpu-out}
@@ -65,14 +66,15 @@ fi
 if has run; then
   stamp run
   backend=${BACKEND:-auto}
-  if [[ $backend == auto ]]; then  # the judge that took more new candidates a minute in `measure`
+  if [[ $backend == auto ]]; then  # the judge that took more new `ok` candidates a minute in `measure`
     backend=$(python3 - <<'EOF'
 import json, pathlib
 rates = {}
 for b in ("triton", "cpp"):
     p = pathlib.Path("/tmp/keep") / f"judge_rate_{b}.json"
     if p.is_file():
-        rates[b] = json.loads(p.read_text())["candidates_per_min"]
+        rate = json.loads(p.read_text())  # judged `ok` a minute: a backend whose solutions fail is no choice
+        rates[b] = rate["candidates_per_min"] * rate["verdicts"].get("ok", 0) / rate["count"]
 print(max(rates, key=rates.get) if rates else "triton")
 EOF
 )
