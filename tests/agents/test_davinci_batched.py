@@ -114,3 +114,49 @@ def test_a_steps_episodes_share_each_generate_call_and_match_one_by_one(backbone
         assert b.task_id == a.task_id and b.verdicts == a.verdicts and len(b.verdicts) == 2
         assert [t.completion_ids for t in b.turns] == [t.completion_ids for t in a.turns]
         assert [t.role for t in b.turns] == ["selection", "policy", "policy"]
+
+
+class _Timeline(_Counting):
+    """The backbone, with the start and end of each generate_batch call on a shared timeline."""
+
+    def __init__(self, backbone, events):
+        super().__init__(backbone)
+        self.events = events
+
+    def generate_batch(self, role, conversations, **kwargs):
+        import time
+
+        self.events.append(("generate", len(self.calls), "start", time.monotonic()))
+        out = super().generate_batch(role, conversations, **kwargs)
+        time.sleep(0.2)  # a longer call, as on a real model: the window the judge can use
+        self.events.append(("generate", len(self.calls) - 1, "end", time.monotonic()))
+        return out
+
+
+def test_a_chunks_replies_go_to_the_judge_while_the_next_chunk_generates(backbone, tmp_path, pool):
+    """With more rollouts than `generation_batch`, the first chunk's env steps start before the second
+    chunk's generate call ends (on a GPU its candidates build and check meanwhile), and every rollout
+    still gets exactly one judged policy turn."""
+    import time
+
+    events = []
+    runner = _runner(_Timeline(backbone, events), None, pool, generation_batch=2, skills=False)
+    runner.config.max_turns = 1
+    inner_step = runner._step
+
+    def step(rollout, turn):
+        events.append(("step", rollout.traj.task_id, "start", time.monotonic()))
+        inner_step(rollout, turn)
+
+    runner._step = step
+    try:
+        trajs = runner.run_batch([RELU, RELU, SIGMOID, SIGMOID])
+    finally:
+        runner.close()
+    assert [t.task_id for t in trajs] == [f"bundled/{RELU}"] * 2 + [f"bundled/{SIGMOID}"] * 2
+    assert all(len(t.verdicts) == 1 for t in trajs)
+    assert [(e[1], e[2]) for e in events if e[0] == "generate"] == [(0, "start"), (0, "end"), (1, "start"),
+                                                                    (1, "end")]
+    second_chunk_done = next(e[3] for e in events if e[:3] == ("generate", 1, "end"))
+    first_step = min(e[3] for e in events if e[0] == "step")
+    assert first_step < second_chunk_done
