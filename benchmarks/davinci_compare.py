@@ -2,28 +2,35 @@
 
     python benchmarks/davinci_compare.py RUN_DIR [RUN_DIR ...] [--resamples 10000]
 
-Each RUN_DIR holds the `results.json` that `davinci_cpu_run.py` writes (phases `before_sft`, `after_sft`,
+Each RUN_DIR holds the `results.json` that `davinci_run.py` writes (phases `before_sft`, `after_sft`,
 `after_rl`; a run started `--from-sft` carries the earlier run's first two, and one with `--no-skills` adds
 `after_sft_no_skills`). Prints, per phase, the compile
-rate, the correct rate and fast_1 over the held-out tasks with 95% Wilson intervals, then each later phase
-against the one before it on the same tasks: the correct rate's difference with a paired bootstrap interval
-over tasks, and the exact McNemar test on the tasks whose verdict changed. Where the run trained
-(`rl/trajectories.jsonl`), the skills its own rollouts got admitted, and the later episodes that selected
-them against the other episodes of their steps. With several runs, each run's after-RL verdicts against the
-first run's, task by task.
+rate, the correct rate and fast_1 over the held-out tasks with 95% Wilson intervals, then each phase against
+its anchor on the same tasks (PAIRS: SFT against the base, RL against SFT, the agent against the prompting
+strategies at the same number of judged replies a task): the correct rate's difference with a paired
+bootstrap interval over tasks, and the exact McNemar test on the tasks whose verdict changed. Where the run
+trained (`rl/trajectories.jsonl`), the skills its own rollouts got admitted, and the later episodes that
+selected them against the other episodes of their steps. With several runs, each run's after-RL verdicts
+against the first run's, task by task.
 """
 
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import math
 import random
 from pathlib import Path
 
-# after_sft_no_skills: the SFT model judged without skills, the anchor of a run trained without them
-PHASES = ("before_sft", "after_sft", "after_sft_no_skills", "after_rl")
+# after_sft_no_skills: the SFT model judged without skills, the anchor of a run trained without them;
+# sft_*: the SFT model through the prompting strategies; after_rl_2turns: the agent at their budget
+PHASES = ("before_sft", "after_sft", "after_sft_no_skills", "sft_one_shot", "sft_best_of_2", "sft_refine_2",
+          "after_rl", "after_rl_2turns")
+# (anchor, phase) pairs compared task by task, where both are in the run; after_rl's anchor is the SFT model
+# as the run judged it (without skills in a --no-skills run)
+PAIRS = (("before_sft", "after_sft"), ("after_sft", "after_sft_no_skills"), ("SFT", "after_rl"),
+         ("sft_one_shot", "after_rl"), ("sft_best_of_2", "after_rl_2turns"),
+         ("sft_refine_2", "after_rl_2turns"), ("after_rl", "after_rl_2turns"))
 
 
 def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -36,7 +43,10 @@ def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
 
 
 def correct_by_task(phase: dict) -> dict[str, int]:
-    """1 where the held-out task's greedy episode ended `ok` (its last judged turn), else 0."""
+    """1 where the held-out task was solved: any reply `ok` (davinci_run.py records it per task); in older
+    results, where its greedy episode ended `ok` (its last judged turn), else 0."""
+    if "correct_by_task" in phase:
+        return {task: int(v) for task, v in phase["correct_by_task"].items()}
     return {task: int(bool(seen) and seen[-1] == "ok") for task, seen in phase["verdicts"].items()}
 
 
@@ -83,14 +93,41 @@ def main() -> None:
             print(f"| {phase} | {data['compile_rate']:.3f} | {correct}/{n} = {correct / n:.3f} "
                   f"({lo:.2f}-{hi:.2f}) | {fast}/{n} ({flo:.2f}-{fhi:.2f}) |")
         print()
-        for earlier, later in itertools.pairwise(phases):
+        anchor = "after_sft_no_skills" if "after_sft_no_skills" in phases else "after_sft"
+        for earlier, later in PAIRS:
+            earlier = anchor if earlier == "SFT" else earlier
+            if earlier not in phases or later not in phases:
+                continue
             before, after = correct_by_task(results[earlier]), correct_by_task(results[later])
             diff, low, high = paired_bootstrap(before, after, args.resamples)
             gained, lost, p = mcnemar_exact(before, after)
             print(f"- {later} vs {earlier}: correct rate {diff:+.3f} (paired bootstrap 95% {low:+.3f} to "
                   f"{high:+.3f}); tasks gained {gained}, lost {lost} (exact McNemar p = {p:.3f})")
+        training_curve(Path(run))
         skills_in_the_loop(Path(run))
     versus_first(args.runs, args.resamples)
+
+
+def training_curve(run: Path) -> None:
+    """The RL steps on training tasks (rl/metrics.jsonl): rollouts judged, how many steps carried a learning
+    signal, the rates per step, and where a step's time went."""
+    path = run / "rl" / "metrics.jsonl"
+    if not path.is_file():
+        return
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    signal = [r for r in rows if r.get("policy/abs_advantage", 0) > 0]
+    rollouts = sum(r.get("rollouts", 0) for r in rows)
+    print(f"\nRL on training tasks: {len(rows)} steps, {rollouts} rollouts judged; steps with a non-zero "
+          f"policy advantage: {len(signal)}/{len(rows)}")
+    print("\n| step | rollouts | compile | correct | fast_1 (verified) | policy mean abs. advantage | skills "
+          "admitted | rollouts s | of which generation s | update s | tokens/s generating |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for r in rows:
+        rate = r.get("generated_tokens", 0) / r["time/generate_s"] if r.get("time/generate_s") else 0.0
+        print(f"| {r['step']} | {r.get('rollouts', '')} | {r['compile_rate']:.3f} | "
+              f"{r['correct_rate']:.3f} | {r['fast_1']:.3f} | {r.get('policy/abs_advantage', 0):.3f} | {r['skills_admitted_total']} | "
+              f"{r.get('time/rollouts_s', 0):.1f} | {r.get('time/generate_s', 0):.1f} | "
+              f"{r.get('time/update_s', 0):.1f} | {rate:.0f} |")
 
 
 def versus_first(runs: list[str], resamples: int) -> None:

@@ -27,6 +27,7 @@ import contextlib
 import copy
 import json
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -73,6 +74,7 @@ class Backbone:
             enable({"use_reentrant": False})
         self._reference = None  # full fine-tuning: a frozen copy of the starting model
         self._has_reference_adapters = False
+        self.generated_tokens, self.generate_s = 0, 0.0  # what generation cost, for throughput figures
 
     def autocast(self):
         """bf16 autocast when `mixed_precision="bf16"` (the weights stay in their dtype), else nothing."""
@@ -160,8 +162,12 @@ class Backbone:
         out: list[Generated] = []
         for start in range(0, len(prompts), step):
             with self.exclusive():
-                out += self._generate_rows(role, prompts[start:start + step], max_new_tokens, temperature,
+                t0 = time.monotonic()
+                rows = self._generate_rows(role, prompts[start:start + step], max_new_tokens, temperature,
                                            top_p, min_new_tokens)
+                self.generate_s += time.monotonic() - t0
+            self.generated_tokens += sum(len(g.completion_ids) for g in rows)
+            out += rows
         return out
 
     def _generate_rows(self, role: str, prompts: list[list[int]], max_new_tokens: int, temperature: float,

@@ -172,7 +172,9 @@ def _one_step(config: RLConfig, step: int, backbone, optimizer, runner, task_ids
     else:
         chosen = sampler.sample(config.tasks_per_step, rng)
     before = set(runner.admitted)
+    started, tokens, generating = time.monotonic(), backbone.generated_tokens, backbone.generate_s
     groups, resolved = play_step(config, runner, chosen, credit, step)
+    played = time.monotonic()
     if sampler is not None:  # success: a correct solution in the episode
         for task_id, group in zip(chosen, groups):
             for traj in group:
@@ -185,7 +187,13 @@ def _one_step(config: RLConfig, step: int, backbone, optimizer, runner, task_ids
     metrics = {**episode_metrics(groups), "loss": stats.loss, "grad_norm": stats.grad_norm, "kl": stats.kl,
                "skills_admitted_total": len(runner.admitted), "gate_calls_total": runner.gate_calls,
                "policy/not_judged": not_judged, "summary/credited": len(resolved),
-               "summary/pending_credit": len(credit.pending)}
+               "summary/pending_credit": len(credit.pending),
+               # where the step's time went: generation (inside the rollouts), the rest of the rollouts (the
+               # judge, the gate), the update; and the generation's own rate
+               "rollouts": sum(len(g) for g in groups), "time/rollouts_s": played - started,
+               "time/generate_s": backbone.generate_s - generating,
+               "time/update_s": time.monotonic() - played,
+               "generated_tokens": backbone.generated_tokens - tokens}
     for role in ROLES:
         metrics[f"{role}/turns"] = stats.turns.get(role, 0)
         metrics[f"{role}/tokens"] = stats.tokens.get(role, 0)
