@@ -125,7 +125,8 @@ def training_curve(run: Path) -> None:
     for r in rows:
         rate = r.get("generated_tokens", 0) / r["time/generate_s"] if r.get("time/generate_s") else 0.0
         print(f"| {r['step']} | {r.get('rollouts', '')} | {r['compile_rate']:.3f} | "
-              f"{r['correct_rate']:.3f} | {r['fast_1']:.3f} | {r.get('policy/abs_advantage', 0):.3f} | {r['skills_admitted_total']} | "
+              f"{r['correct_rate']:.3f} | {r['fast_1']:.3f} | {r.get('policy/abs_advantage', 0):.3f} | "
+              f"{r['skills_admitted_total']} | "
               f"{r.get('time/rollouts_s', 0):.1f} | {r.get('time/generate_s', 0):.1f} | "
               f"{r.get('time/update_s', 0):.1f} | {rate:.0f} |")
 
