@@ -85,16 +85,25 @@ class Backbone:
             return torch.autocast(device_type=device, dtype=torch.bfloat16)
         return contextlib.nullcontext()
 
+    @contextlib.contextmanager
     def exclusive(self):
         """Hold the GPU's timing slot while the policy's own kernels run there (`exclusive_gpu`): a candidate
         timed beside generation or a training step would be timed against them. A no-op on the CPU, where
         the judge's timed processes have cores of their own."""
         if not (self.config.exclusive_gpu and str(self.config.device).startswith("cuda")):
-            return contextlib.nullcontext()
+            yield
+            return
+        import torch
+
         from kernelgym.workers import locks
 
         locks.prepare()
-        return locks.device_lock("cuda")
+        with locks.device_lock("cuda"):
+            try:
+                yield
+            finally:
+                if torch.cuda.is_available():  # queued kernels (an optimizer step) finish inside the slot
+                    torch.cuda.synchronize()
 
     @property
     def checkpointing(self) -> bool:
