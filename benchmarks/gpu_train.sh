@@ -48,7 +48,7 @@ if has measure; then
     cp "$OUT/gen_$mp/davinci_generation.json" "$OUT/generation_$mp.json" 2>/dev/null; rm -rf "$OUT/gen_$mp"
   done
   mkdir -p /tmp/keep
-  for backend in ${JUDGE_BACKENDS:-triton}; do
+  for backend in ${JUDGE_BACKENDS-triton}; do  # JUDGE_BACKENDS="": none
     timeout 150 python3 benchmarks/judge_rate.py --backend $backend --workers ${WORKERS:-12} --count ${JUDGE_COUNT:-32} \
       --out "$OUT" 2>&1 | tail -1 | tee -a "$OUT/train_steps.log"
     cp "$OUT/judge_rate_$backend.json" /tmp/keep/ 2>/dev/null
