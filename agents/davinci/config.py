@@ -131,6 +131,9 @@ class RLConfig(_TrainingConfig):
     task_sampling: str = "uniform"
     workers: int = 1  # judge workers
     resume: bool = True  # continue from the latest checkpoint in output_dir
+    # Held-out evaluation at every checkpoint (agents/davinci/heldout.py): a task source (suite name, `hf`, a
+    # folder of task files) whose tasks are played but never trained on. None: no held-out evaluation.
+    heldout_suite: str | None = None
 
 
 @dataclass
