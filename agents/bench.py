@@ -115,8 +115,16 @@ def bench_env_ids(config: BenchConfig) -> list[str]:
     if config.suite in SUITE_ENVS:
         return expand_env_ids(SUITE_ENVS[config.suite])
     from kernelgym.tasks import load_suite
+    from kernelgym.tasks.folders import is_folder_source
+    from kernelgym.tasks.loaders import read_path
 
-    levels = sorted({t.level for t in load_suite(config.suite, kernelbench_root=config.kernelbench_root)})
+    # a folder's bad files are listed by plan_bench: read without the warning
+    tasks = read_path(config.suite).tasks if is_folder_source(config.suite) else \
+        load_suite(config.suite, kernelbench_root=config.kernelbench_root)
+    levels = sorted({t.level for t in tasks})
+    if not levels:
+        raise BenchError(f"--suite {config.suite} holds no task that can be read (kernelgym tasks check "
+                         f"{config.suite} says why)")
     ids = [f"KernelGym-L{level}-v0" for level in levels]
     if config.env != DEFAULT_ENV:  # --env KernelGym-L2-v0 --suite DIR: level 2 of DIR
         ids = [i for i in expand_env_ids(config.env) if i in ids]

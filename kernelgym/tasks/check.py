@@ -74,13 +74,7 @@ def check_source(source: str, *, level: int | None = None, kernelbench_root: str
 
     if is_folder_source(source):
         read = read_path(source, level)
-        tasks, bad = read.tasks, [TaskCheck(os.path.relpath(b.path), _short(b.error, b.path)) for b in
-                                  read.bad_files]
+        tasks, bad = read.tasks, [TaskCheck(os.path.relpath(b.path), b.error) for b in read.bad_files]
     else:
         tasks, bad = list(load_suite(source, level=level, kernelbench_root=kernelbench_root)), []
     return bad + [check_task(t, sizes) for t in tasks]
-
-
-def _short(error: str, path: str) -> str:
-    """A file's error without its path in front (the line names the file already)."""
-    return error.removeprefix(f"{path}: ")

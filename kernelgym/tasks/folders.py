@@ -13,6 +13,7 @@ import json
 import os
 import re
 import tempfile
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,6 +24,7 @@ BUILT_IN = ("bundled", "backward", "kernelbench", "hf", "curriculum")
 REGISTRY_ENV = "KERNELGYM_TASK_FOLDERS"  # the registry file's path (default ~/.cache/kernelgym/...)
 _LEVEL_FOLDER = re.compile(r"level\d+")
 _seen: dict[str, str] = {}  # this process's folders, name -> path
+_reported: set[tuple[str, str]] = set()  # the bad files already warned about in this process
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,13 @@ class BadFile:
 
     path: str
     error: str
+
+
+def warn_once(bad: BadFile) -> None:
+    """Warn that a file was left out, once per process (a folder is read again by every env made on it)."""
+    if (bad.path, bad.error) not in _reported:
+        _reported.add((bad.path, bad.error))
+        warnings.warn(f"left out {bad.path}: {bad.error}", stacklevel=3)
 
 
 @dataclass

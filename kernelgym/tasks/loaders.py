@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-import warnings
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -146,12 +145,12 @@ def from_path(path: str | os.PathLike, level: int | None = None) -> TaskSet:
 
     def load() -> list[Task]:
         read = read_path(target, level)
-        if target.is_file() and read.bad_files:
-            raise TaskFormatError(read.bad_files[0].error)
-        if not read.tasks and read.bad_files:
-            raise TaskFormatError(f"{target} holds no valid task; the first file: {read.bad_files[0].error}")
+        if read.bad_files and (target.is_file() or not read.tasks):
+            first = read.bad_files[0]
+            raise TaskFormatError(f"{first.path}: {first.error}" if target.is_file() else
+                                  f"{target} holds no valid task; {first.path}: {first.error}")
         for bad in read.bad_files:
-            warnings.warn(f"left out {bad.path}: {bad.error}", stacklevel=2)
+            folders.warn_once(bad)
         folders.remember(folders.suite_name(target), folders.folder_root(target))
         return read.tasks
 
@@ -180,7 +179,7 @@ def _read_files(paths: list[Path], suite: str, level: int) -> folders.FolderRead
             read.tasks.append(task_from_source(p.read_text(encoding="utf-8"), suite=suite, level=level,
                                                file_name=p.name, path=str(p)))
         except (TaskFormatError, OSError, UnicodeDecodeError) as exc:
-            read.bad_files.append(folders.BadFile(str(p), str(exc)))
+            read.bad_files.append(folders.BadFile(str(p), str(exc).removeprefix(f"{p}: ")))
     return read
 
 
@@ -228,8 +227,9 @@ def resolve_task(ref: str, *, kernelbench_root: str | None = None) -> Task:
         return bundled_backward().get(ref)
     found = _folder_of(ref)
     if found is not None:
-        folder, level, name = found
-        return from_path(folder, level).get(f"{folders.suite_name(folder)}/L{level}/{name}")
+        folder, level, name = found  # read without warning about the folder's other files
+        tasks = TaskSet.of(read_path(folder, level).tasks, f"{folders.suite_name(folder)} ({folder})")
+        return tasks.get(f"{folders.suite_name(folder)}/L{level}/{name}")
     return bundled().get(ref)
 
 

@@ -72,12 +72,15 @@ def test_gym_make_takes_a_folder_as_its_suite():
         env.close()
 
 
-def test_a_folder_leaves_out_a_bad_file_with_a_warning():
+def test_a_folder_leaves_out_a_bad_file_with_a_warning(tmp_path):
+    flawed = shutil.copytree(FLAWED, tmp_path / "flawed")  # a path of its own: warned once per process
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        ids = load_suite(str(FLAWED)).ids()
-    assert "own_tasks_flawed/L1/1_CubeMinusInput" in ids and not any("NoInputs" in i for i in ids)
-    assert any("2_NoInputs.py" in str(w.message) and "no get_inputs" in str(w.message) for w in caught)
+        ids = load_suite(str(flawed)).ids()
+        assert load_suite(str(flawed)).ids() == ids
+    assert "flawed/L1/1_CubeMinusInput" in ids and not any("NoInputs" in i for i in ids)
+    [warning] = [str(w.message) for w in caught]
+    assert warning.startswith(f"left out {flawed / '2_NoInputs.py'}: no get_inputs (a KernelBench problem")
 
 
 def test_tasks_check_names_each_unfit_task_and_file():
@@ -96,3 +99,12 @@ def test_a_reference_too_slow_at_the_cpu_size_is_named(monkeypatch):
     monkeypatch.setattr(task_check, "SLOW_CPU_S", 0.0)  # every forward takes longer than nothing
     found = task_check.check_task(from_path(OWN / "level1" / "1_ClampScale.py")[0])
     assert found.reason.startswith("too slow at the cpu size")
+
+
+def test_the_example_task_of_the_docs_passes_the_check(tmp_path):
+    text = (Path(__file__).resolve().parents[2] / "docs" / "tasks.md").read_text()
+    example = text.split("```python\n")[1].split("```")[0]
+    (tmp_path / "my_ops" / "level1").mkdir(parents=True)
+    (tmp_path / "my_ops" / "level1" / "1_SoftsignGain.py").write_text(example)
+    [found] = task_check.check_source(str(tmp_path / "my_ops"))
+    assert found.ok and found.name == "my_ops/L1/1_SoftsignGain", found.reason
