@@ -94,15 +94,15 @@ def run_rl(config: RLConfig, *, backbone=None, pool=None, tensorboard: bool = Tr
             runner.admitted |= set(state["admitted"])
             credit.load(state.get("credit", {}))
         task_ids = training_tasks(config, runner.env.unwrapped.tasks)
-        heldout = None
-        if config.heldout_suite is not None:
-            from kernelgym.agents.davinci.heldout import HeldoutEvaluation
-
-            heldout = HeldoutEvaluation(config, backbone, store, judge, task_ids)
         sampler = make_sampler(config, runner.env.unwrapped.tasks, task_ids)
         if checkpoint is not None and sampler is not None:
             sampler.load(state.get("sampler", {}))
+        heldout = None
         try:
+            if config.heldout_suite is not None:  # its tasks are read (and checked) before the first step
+                from kernelgym.agents.davinci.heldout import HeldoutEvaluation
+
+                heldout = HeldoutEvaluation(config, backbone, store, judge, task_ids)
             for step in range(start, config.steps):
                 _one_step(config, step, backbone, optimizer, runner, task_ids, result, writer, out, credit,
                           sampler)
