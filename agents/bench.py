@@ -32,8 +32,13 @@ from kernelgym.agents.report import episode_judged
 from kernelgym.errors import KernelGymError, did_you_mean
 
 # Fields that define a run: a rerun into the same folder must agree on these (tasks and samples may grow).
-IDENTITY = ("env", "policy", "baseline", "baseline_options", "backend", "size", "turns", "reward",
+IDENTITY = ("env", "suite", "policy", "baseline", "baseline_options", "backend", "size", "turns", "reward",
             "eval_options", "shapes", "dtype")
+# Task sources with env ids of their own: `--suite NAME` benches these ids. Any other source (`hf`, a folder)
+# is benched through the KernelGym-L<N>-v0 ids of the levels it has, with the source passed to gym.make.
+SUITE_ENVS = {"bundled": "KernelGym-v0", "kernelbench": "KernelBench-v0", "backward": "KernelGym-Backward-v0",
+              "curriculum": "KernelGym-Curriculum-v0"}
+DEFAULT_ENV = "KernelGym-v0"
 
 
 class BenchError(KernelGymError, RuntimeError):
@@ -42,7 +47,9 @@ class BenchError(KernelGymError, RuntimeError):
 
 @dataclass
 class BenchConfig:
-    env: str = "KernelGym-v0"  # an id, a comma list of ids, or a family without level (all its levels)
+    env: str = DEFAULT_ENV  # an id, a comma list of ids, or a family without level (all its levels)
+    # a task source instead of (or within) env: a suite name, `hf`, or a folder of task files
+    suite: str | None = None
     policy: str = "replay:cpp+cheats"
     baseline: str = "refine"
     backend: str = "cpp"
@@ -98,6 +105,31 @@ def expand_env_ids(spec: str) -> list[str]:
             raise BenchError(f"unknown environment {part!r}; use an id like KernelGym-L1-v0 or a family "
                              f"({', '.join(known)}) for all its levels.{hint}")
         ids += levels
+    return ids
+
+
+def bench_env_ids(config: BenchConfig) -> list[str]:
+    """The env ids a bench runs: `config.env`'s, or those of `config.suite` (within an --env given too)."""
+    if config.suite is None:
+        return expand_env_ids(config.env)
+    if config.suite in SUITE_ENVS:
+        return expand_env_ids(SUITE_ENVS[config.suite])
+    from kernelgym.tasks import load_suite
+    from kernelgym.tasks.folders import is_folder_source
+    from kernelgym.tasks.loaders import read_path
+
+    # a folder's bad files are listed by plan_bench: read without the warning
+    tasks = read_path(config.suite).tasks if is_folder_source(config.suite) else \
+        load_suite(config.suite, kernelbench_root=config.kernelbench_root)
+    levels = sorted({t.level for t in tasks})
+    if not levels:
+        raise BenchError(f"--suite {config.suite} holds no task that can be read (kernelgym tasks check "
+                         f"{config.suite} says why)")
+    ids = [f"KernelGym-L{level}-v0" for level in levels]
+    if config.env != DEFAULT_ENV:  # --env KernelGym-L2-v0 --suite DIR: level 2 of DIR
+        ids = [i for i in expand_env_ids(config.env) if i in ids]
+    if not ids:
+        raise BenchError(f"--suite {config.suite} has no tasks at the levels of --env {config.env}")
     return ids
 
 
@@ -179,7 +211,8 @@ def _slug(text: str) -> str:
 def default_out(config: BenchConfig) -> Path:
     options = (f"__{config.shapes}" if config.shapes != "shown" else "") + \
         (f"__{config.dtype}" if config.dtype else "")
-    return Path("runs") / "bench" / f"{_slug(config.env)}__{_slug(config.policy)}__{config.baseline}{options}"
+    tasks = _slug(Path(config.suite).name) if config.suite else _slug(config.env)
+    return Path("runs") / "bench" / f"{tasks}__{_slug(config.policy)}__{config.baseline}{options}"
 
 
 def _check_identity(path: Path, current: dict[str, Any]) -> None:
@@ -204,6 +237,7 @@ class BenchPlan:
     chosen: list[str]  # the selected task ids, in order
     turns: int
     env_kwargs: dict[str, Any]  # for gym.make, max_turns included
+    left_out: list[dict[str, str]] = field(default_factory=list)  # a folder's unfit tasks and files, and why
 
     def task_list(self) -> list[dict[str, Any]]:
         return [{"id": t, "level": self.tasks[t][1].level, "category": self.tasks[t][1].category,
@@ -221,6 +255,8 @@ def _env_kwargs(config: BenchConfig, out: Path, pool: Any) -> dict[str, Any]:
         kwargs["shapes"] = config.shapes
     if config.dtype:
         kwargs["dtype"] = config.dtype
+    if config.suite is not None and config.suite not in SUITE_ENVS:
+        kwargs["suite"] = config.suite
     return kwargs
 
 
@@ -248,13 +284,32 @@ def _turns(config: BenchConfig, policy: Any, chosen: list[str]) -> int:
 
 def plan_bench(config: BenchConfig, env_ids: list[str], policy: Any, out: Path, pool: Any) -> BenchPlan:
     """Resolve the tasks and the number of turns; fails before any episode runs."""
+    import warnings  # here: run_bench and _report name their list of warnings so
+
     env_kwargs = _env_kwargs(config, out, pool)
-    tasks = _offered_tasks(env_ids, env_kwargs)
-    chosen = select(list(tasks), config.tasks, policy)
+    with warnings.catch_warnings():  # a folder's unreadable files: listed in left_out instead
+        warnings.simplefilter("ignore")
+        tasks = _offered_tasks(env_ids, env_kwargs)
+    left_out = _unfit(config, tasks)
+    chosen = select([t for t in tasks if t not in {entry["id"] for entry in left_out}], config.tasks, policy)
     if not chosen:
-        raise BenchError(f"no task of {config.env} matches --tasks {config.tasks!r}")
+        raise BenchError(f"no task of {config.suite or config.env} matches --tasks {config.tasks!r}")
     turns = _turns(config, policy, chosen)
-    return BenchPlan(env_ids, tasks, chosen, turns, {**env_kwargs, "max_turns": turns})
+    return BenchPlan(env_ids, tasks, chosen, turns, {**env_kwargs, "max_turns": turns}, left_out)
+
+
+def _unfit(config: BenchConfig, offered: dict[str, Any]) -> list[dict[str, str]]:
+    """A folder's tasks that `kernelgym tasks check` fails (the reference raises, its output is constant, ...)
+    and its files that are not tasks: a bench leaves them out. The built-in suites are checked by tests."""
+    from kernelgym.tasks.check import check_task
+    from kernelgym.tasks.folders import is_folder_source
+    from kernelgym.tasks.loaders import read_path
+
+    if config.suite is None or not is_folder_source(config.suite):
+        return []
+    bad = [{"id": b.path, "reason": b.error} for b in read_path(config.suite).bad_files]
+    checks = [check_task(task, [config.size]) for _, task in offered.values()]
+    return bad + [{"id": c.name, "reason": c.reason} for c in checks if not c.ok]
 
 
 def validate(config: BenchConfig) -> None:
@@ -301,7 +356,7 @@ def _record_run(out: Path, config: BenchConfig, plan: BenchPlan, policy: Any, co
     """Write run.json, after checking that a run already in `out` is the same run."""
     run_info = {**{k: v for k, v in asdict(config).items() if k != "out"}, "turns": plan.turns,
                 "env_ids": plan.env_ids, "policy_name": getattr(policy, "name", config.policy),
-                "command": command, "tasks_selected": plan.task_list()}
+                "command": command, "tasks_selected": plan.task_list(), "tasks_left_out": plan.left_out}
     _check_identity(out / "run.json", run_info)
     (out / "run.json").write_text(json.dumps(run_info, indent=2, default=str))
 
@@ -400,7 +455,8 @@ def _report(config: BenchConfig, plan: BenchPlan, out: Path, runner: EpisodeRunn
             "backend": config.backend, "size": config.size, "turns": plan.turns, "samples": config.samples,
             "concurrency": config.concurrency, "env_ids": plan.env_ids, "warnings": list(warnings),
             "shapes": config.shapes, "dtype": config.dtype or "the tasks' own",
-            "suite": "backward" if any("Backward" in i for i in plan.env_ids) else "bundled"}
+            "suite": config.suite or ("backward" if any("Backward" in i for i in plan.env_ids)
+                                      else "bundled")}
     files = write_report(summary, out, meta=meta, tensorboard=config.tensorboard)
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
     if progress:
@@ -422,7 +478,7 @@ def run_bench(config: BenchConfig, *, policy: Any = None, progress: bool = True,
 
     # A typo in the arguments fails here, before a model loads or a worker starts.
     validate(config)
-    env_ids = expand_env_ids(config.env)
+    env_ids = bench_env_ids(config)
     out = Path(config.out) if config.out else default_out(config)
     own_policy = policy is None
     policy = policy if policy is not None else make_policy(config.policy)
@@ -438,6 +494,8 @@ def run_bench(config: BenchConfig, *, policy: Any = None, progress: bool = True,
     try:
         plan = plan_bench(config, env_ids, policy, out, pool)
         _record_run(out, config, plan, policy, command)
+        for entry in plan.left_out if progress else ():
+            _print(console, f"[yellow]left out[/yellow] {entry['id']}: {entry['reason'][:300]}")
         warnings = [w for w in [eta_warning(policy, len(plan.chosen) * config.samples * plan.turns)] if w]
         for w in warnings if progress else ():
             _print(console, f"[yellow]warning:[/yellow] {w}")

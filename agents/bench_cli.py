@@ -52,32 +52,24 @@ def bench_command(
                                help="shown, or heldout: correctness also at shapes the judge draws"),
     dtype: str | None = typer.Option(None, "--dtype", help="fp32, bf16 or fp16 (default: the tasks' own)"),
     suite: str | None = typer.Option(None, "--suite",
-                                     help="backward: the backward suite (--env KernelGym-Backward-v0)"),
+                                     help="the tasks: bundled, backward, curriculum, kernelbench, hf, or a "
+                                          "folder of task files (levelN/ subfolders, or flat)"),
 ) -> None:
     """Run a policy over a task set (resumable: rerun the same command to continue), then report fast_p."""
-    from kernelgym.agents.bench import BenchConfig
+    from kernelgym.agents.bench import DEFAULT_ENV, SUITE_ENVS, BenchConfig
 
     if baseline is None:  # a daVinci checkpoint is benched the way it was trained: skills in the prompt
         baseline = "davinci" if policy.startswith("davinci:") else "refine"
-    env = _env_for_suite(env, suite)
+    if suite in SUITE_ENVS and env == DEFAULT_ENV:  # a suite with ids of its own: recorded as those ids
+        env, suite = SUITE_ENVS[suite], None
     options = _key_values("--baseline-option", baseline_option)
     judge = _key_values("--eval-option", eval_option)
-    config = BenchConfig(env=env, policy=policy, baseline=baseline, backend=backend, size=size, tasks=tasks,
-                         samples=samples, turns=turns, concurrency=concurrency, out=out, reward=reward,
-                         seed=seed, kernelbench_root=kernelbench_root, tensorboard=not no_tensorboard,
-                         baseline_options=options, eval_options=judge, evaluator=evaluator, shapes=shapes,
-                         dtype=dtype)
+    config = BenchConfig(env=env, suite=suite, policy=policy, baseline=baseline, backend=backend, size=size,
+                         tasks=tasks, samples=samples, turns=turns, concurrency=concurrency, out=out,
+                         reward=reward, seed=seed, kernelbench_root=kernelbench_root,
+                         tensorboard=not no_tensorboard, baseline_options=options, eval_options=judge,
+                         evaluator=evaluator, shapes=shapes, dtype=dtype)
     _run_and_report(config, "kernelgym bench " + " ".join(shlex.quote(a) for a in _bench_args()))
-
-
-def _env_for_suite(env: str, suite: str | None) -> str:
-    """--suite backward stands for its env id; the other suites are chosen with --env."""
-    if suite is None:
-        return env
-    if suite != "backward":
-        typer.echo(f"error: --suite takes backward (other suites have their --env), not {suite!r}", err=True)
-        raise typer.Exit(1)
-    return "KernelGym-Backward-v0"
 
 
 def _run_and_report(config, command: str) -> None:

@@ -17,7 +17,8 @@ ANSWER_FORMATS = ("reply", "tool")
 
 @dataclass
 class EnvConfig:
-    # Where tasks come from: "bundled", "kernelbench", "hf" or a path (see kernelgym.tasks.load_suite).
+    # Where tasks come from: "bundled", "backward", "curriculum", "kernelbench", "hf", or a file or folder of
+    # task files (see kernelgym.tasks.load_suite and docs/tasks.md).
     suite: str = "bundled"
     level: int | None = None
     kernelbench_root: str | None = None  # else $KERNELBENCH_ROOT, else a cached HF dataset

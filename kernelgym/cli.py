@@ -101,27 +101,30 @@ def tasks_show(task_id: str, size: str = typer.Option("gpu", "--size"),
 
 
 @tasks_app.command("check")
-def tasks_check(suite: str = SuiteOpt, level: int | None = LevelOpt, kernelbench_root: str | None = RootOpt,
-                size: str = typer.Option("cpu", "--size"), as_json: bool = JsonOpt) -> None:
-    """Screen references for degenerate outputs (constant, input-independent, NaN, all-zeros passes)."""
-    from kernelgym.tasks.cpu_size import SizeUnavailableError, with_cpu_size
-    from kernelgym.tasks.screen import ScreenResult, screen_task
+def tasks_check(source: str | None = typer.Argument(None, help="a folder of task files (or a suite name); "
+                                                                 "default: --suite"),
+                suite: str = SuiteOpt, level: int | None = LevelOpt, kernelbench_root: str | None = RootOpt,
+                size: str | None = typer.Option(None, "--size", help="cpu or gpu (default: each size a task "
+                                                                    "declares)"),
+                as_json: bool = JsonOpt) -> None:
+    """Check each task: its reference runs at its sizes, is quick enough at the cpu size, and passes the
+    degenerate-task screen (not constant, input-independent, NaN, or matched by all zeros). One line per task
+    and per file that is not a task; exits 1 when any fails."""
+    from kernelgym.tasks.check import check_source
 
-    tasks = _select(suite, level, kernelbench_root)
-    flagged = 0
-    for task in tasks:
-        try:  # a KernelBench task is screened at its derived cpu size, never at its GPU size on a CPU
-            result = screen_task(with_cpu_size(task) if size == "cpu" else task, size)
-        except SizeUnavailableError as exc:
-            result = ScreenResult(task.id, error=str(exc))
-        flagged += not result.passed
-        if as_json:
-            typer.echo(json.dumps(result.to_dict()))
-        elif not result.passed:
-            typer.echo(f"FLAG {task.id}: {'; '.join(result.flags) or result.error}")
+    if size not in (None, "cpu", "gpu"):
+        _fail("--size must be cpu or gpu")
+    try:
+        checks = check_source(source or suite, level=level, kernelbench_root=kernelbench_root,
+                              sizes=[size] if size else None)
+    except KernelGymError as exc:
+        _fail(str(exc))
+    for check in checks:
+        typer.echo(json.dumps(check.to_dict()) if as_json else check.line())
+    failed = sum(not c.ok for c in checks)
     if not as_json:
-        typer.echo(f"{len(tasks) - flagged}/{len(tasks)} tasks passed the screen")
-    raise typer.Exit(1 if flagged else 0)
+        typer.echo(f"{len(checks) - failed}/{len(checks)} tasks ok")
+    raise typer.Exit(1 if failed else 0)
 
 
 @app.command("eval")

@@ -71,14 +71,14 @@ def test_both_layouts_are_matched_to_their_tasks(suite, tmp_path):
         "notes.py",
         "2_Tanh.py",
     }
-    assert found["level_1_problem_1_sample_3_kernel.py"].task.id == "user/L1/1_Relu"
+    assert found["level_1_problem_1_sample_3_kernel.py"].task.id == "problems/L1/1_Relu"
     assert found["level_1_problem_1_sample_3_kernel.py"].sample == 3
-    assert found["2_Tanh.py"].task.id == "user/L1/2_Tanh" and found["2_Tanh.py"].sample == 0
+    assert found["2_Tanh.py"].task.id == "problems/L1/2_Tanh" and found["2_Tanh.py"].sample == 0
     assert found["level_1_problem_7_sample_0_kernel.py"].task is None
     assert "problem number 7" in found["level_1_problem_7_sample_0_kernel.py"].problem
     assert found["notes.py"].task is None and "not a KernelBench generation name" in found["notes.py"].problem
     assert missing_tasks(list(found.values()), tasks) == []
-    assert [t.id for t in missing_tasks([found["2_Tanh.py"]], tasks)] == ["user/L1/1_Relu"]
+    assert [t.id for t in missing_tasks([found["2_Tanh.py"]], tasks)] == ["problems/L1/1_Relu"]
 
 
 def test_summary_counts_missing_tasks_as_not_correct():
@@ -88,7 +88,7 @@ def test_summary_counts_missing_tasks_as_not_correct():
         {"verdict": "hack", "correct": False, "speedup": None},
         {"verdict": None, "correct": False},
     ]
-    s = summarize_rows(rows, missing=["user/L1/9_X"])
+    s = summarize_rows(rows, missing=["problems/L1/9_X"])
     assert s["expected"] == 5 and s["correct"] == 2 and s["verdicts"] == {"ok": 2, "hack": 1, "not_judged": 1}
     assert s["fast_p"] == {"0": 0.4, "1": 0.2, "1.5": 0.2, "2": 0.2} and s["fast_1_verified"] == 0.2
     assert s["geomean_speedup"] == pytest.approx((2.5 * 0.5) ** 0.5)
@@ -110,10 +110,10 @@ def test_eval_a_folder_of_generations(suite, tmp_path):
     rows, [summary] = lines[:-1], lines[-1:]
     by_name = {Path(r["solution"]).name: r for r in rows}
     assert by_name["level_1_problem_1_sample_0_kernel.py"]["verdict"] == "ok"
-    assert by_name["level_1_problem_1_sample_0_kernel.py"]["task_id"] == "user/L1/1_Relu"
+    assert by_name["level_1_problem_1_sample_0_kernel.py"]["task_id"] == "problems/L1/1_Relu"
     assert by_name["level_1_problem_1_sample_1_kernel.py"]["verdict"] in ("hack", "compile_error")
     assert by_name["level_1_problem_5_sample_0_kernel.py"]["verdict"] is None
-    assert summary["missing"] == ["user/L1/2_Tanh"]  # no file answers task 2: counted as not correct
+    assert summary["missing"] == ["problems/L1/2_Tanh"]  # no file answers task 2: counted as not correct
     s = summary["summary"]
     assert s["solutions"] == 3 and s["expected"] == 4 and s["correct"] == 1 and s["fast_p"]["0"] == 0.25
     assert len(out.read_text().splitlines()) == 3

@@ -38,7 +38,8 @@ class DavinciConfig:
         self.skills, self.rerank = _switch(self.skills), _switch(self.rerank)
 
 
-def select_skills(task_id: str, backend: str, policy, config: DavinciConfig) -> list:
+def select_skills(task, backend: str, policy, config: DavinciConfig) -> list:
+    """The skills for `task` (a Task, or an id that kernelgym.tasks.resolve_task knows)."""
     from kernelgym.skill_store import SkillStore
     from kernelgym.skill_store.rerank import RerankConfig, rerank
     from kernelgym.skill_store.retrieval import Retriever, as_query
@@ -46,7 +47,7 @@ def select_skills(task_id: str, backend: str, policy, config: DavinciConfig) -> 
 
     if not config.skills:
         return []
-    task = resolve_task(task_id)
+    task = resolve_task(task) if isinstance(task, str) else task
     with SkillStore(config.skills_db) as store:
         hits = Retriever.from_store(store).search(task, backend=backend, k=config.candidates)
     if config.rerank and hits:
@@ -63,7 +64,8 @@ def run_episode(env, policy, task_id: str, config: DavinciConfig | None = None, 
     t0 = time.monotonic()
     obs, info, record = start(env, task_id, seed)
     record.sample, record.baseline = sample, NAME
-    skills = select_skills(record.task_id, env.unwrapped.backend, policy, config)
+    task = next(t for t in env.unwrapped.tasks if t.id == record.task_id)  # any source, a folder's too
+    skills = select_skills(task, env.unwrapped.backend, policy, config)
     history: list[tuple[str, str]] = []
     for attempt in range(max_turns(env)):
         messages = policy_messages(obs["prompt"], skills, history[-config.history:] if config.history else [])

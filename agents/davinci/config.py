@@ -138,6 +138,9 @@ class RLConfig(_TrainingConfig):
     # > 0: stop after the step that ends past this many seconds of this call, with a checkpoint, so a machine
     # lent for a fixed time ends on a step boundary; the same command continues from there.
     max_wall_s: float = 0.0
+    # Held-out evaluation at every checkpoint (agents/davinci/heldout.py): a task source (suite name, `hf`, a
+    # folder of task files) whose tasks are played but never trained on. None: no held-out evaluation.
+    heldout_suite: str | None = None
 
 
 @dataclass

@@ -9,7 +9,8 @@ on other tasks has been seen (rewards.SkillCredit; pending credits are saved in 
 Written to `output_dir`: `trajectories.jsonl` (one role-tagged episode per line, with rewards and
 advantages), `skills_admitted.jsonl` (every skill the gate admitted, with its step), `metrics.jsonl`,
 TensorBoard scalars under `tensorboard/`, the skill store `skills.sqlite` (the library grows during
-training), and `checkpoint-<step>/` (backbone, optimizer, step); a rerun resumes from the latest one. With
+training), `checkpoint-<step>/` (backbone, optimizer, step; a rerun resumes from the latest one) and, with
+`heldout_suite`, `heldout.jsonl`: an evaluation on held-out tasks at each checkpoint (heldout.py). With
 `backbone.lora` a checkpoint holds the role adapters only (about 3.7 MB each for SmolLM2-135M at rank 8) and
 the optimizer in files under 16 MiB (checkpoint.py), so it can be copied off a machine that caps files.
 """
@@ -42,6 +43,7 @@ class RLResult:
     last_stats: StepStats | None = None
     last_groups: list[list[Trajectory]] = field(default_factory=list)
     gate_calls: int = 0
+    heldout: list[dict[str, Any]] = field(default_factory=list)  # this run's held-out evaluations
 
 
 def latest_checkpoint(folder: Path) -> tuple[int, Path] | None:
@@ -97,7 +99,12 @@ def run_rl(config: RLConfig, *, backbone=None, pool=None, tensorboard: bool = Tr
         if checkpoint is not None and sampler is not None:
             sampler.load(state.get("sampler", {}))
         started = time.monotonic()
+        heldout = None
         try:
+            if config.heldout_suite is not None:  # its tasks are read (and checked) before the first step
+                from kernelgym.agents.davinci.heldout import HeldoutEvaluation
+
+                heldout = HeldoutEvaluation(config, backbone, store, judge, task_ids)
             for step in range(start, config.steps):
                 _one_step(config, step, backbone, optimizer, runner, task_ids, result, writer, out, credit,
                           sampler)
@@ -105,10 +112,14 @@ def run_rl(config: RLConfig, *, backbone=None, pool=None, tensorboard: bool = Tr
                 if (step + 1) % config.save_every == 0 or step + 1 == config.steps or out_of_time:
                     save_checkpoint(out / f"checkpoint-{step + 1}", backbone, optimizer, runner, step + 1,
                                     credit, sampler)
+                    if heldout is not None:
+                        result.heldout.append(heldout.run(step + 1, out, writer))
                 if out_of_time:
                     break
         finally:
             runner.close()
+            if heldout is not None:
+                heldout.close()
             store.close()
             if writer is not None:
                 writer.close()

@@ -5,6 +5,7 @@ overridden on the command line with dotted keys, e.g.
 
     kernelgym train sft --config sft.toml backbone.model=smollm2 episode.task_ids='["L1/1_ReLU"]'
     kernelgym train rl backbone.model=runs/davinci-sft/model steps=20 group_size=4 episode.max_turns=2
+    kernelgym train rl episode.suite=my_tasks/train heldout_suite=my_tasks/heldout   # folders of task files
 """
 
 from __future__ import annotations
@@ -64,7 +65,10 @@ def rl_command(config: str | None = ConfigOpt, overrides: list[str] | None = Ove
     """Multi-turn REINFORCE with per-role advantages; resumes from the latest checkpoint in output_dir."""
     _load_and_run("RLConfig", "kernelgym.agents.davinci.rl.run_rl", config, overrides, print_config,
                   lambda r: f"RL done: {r.steps_done} steps; {len(r.admitted)} skills admitted "
-                            f"({r.gate_calls} gate calls); outputs in {r.output_dir}")
+                            f"({r.gate_calls} gate calls); "
+                            + (f"held-out correct_rate {r.heldout[-1]['correct_rate']:.2f} on "
+                               f"{len(r.heldout[-1]['tasks'])} tasks; " if r.heldout else "")
+                            + f"outputs in {r.output_dir}")
 
 
 def main() -> None:

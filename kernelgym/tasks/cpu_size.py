@@ -170,7 +170,7 @@ def _levels_needed(constants: dict[str, Any]) -> int:
     return min(MAX_LEVELS, max(1, (largest // FLOOR).bit_length()))
 
 
-def _measure(source: str, threads: int) -> float:
+def reference_ms(source: str, threads: int = 1) -> float:
     """Median ms of the reference's forward at this source's sizes; raises when it fails or is too big."""
     import torch
 
@@ -220,7 +220,7 @@ def derive_cpu_size(task: Task, *, target_ms: float = 10.0, threads: int = 1) ->
     for level in range(_levels_needed(constants), -1, -1):  # smallest sizes first
         overrides = scaled(constants, level)
         try:
-            ms = _measure(substitute_constants(task.source, overrides), threads)
+            ms = reference_ms(substitute_constants(task.source, overrides), threads)
         except MemoryError as exc:
             failures.append(f"level {level}: {exc} (over the {MAX_BYTES >> 20} MiB limit)")
             break  # larger levels only grow

@@ -8,7 +8,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from kernelgym.errors import SuiteUnavailableError, TaskNotFoundError
+from kernelgym.errors import SuiteUnavailableError, TaskFormatError, TaskNotFoundError
+from kernelgym.tasks import folders
 from kernelgym.tasks.task import FILE_NAME, Task, task_from_source
 from kernelgym.tasks.taskset import TaskSet
 
@@ -17,12 +18,13 @@ HF_DATASET = "ScalingIntelligence/KernelBench"
 
 
 def _folder_tasks(folder: Path, suite: str, level: int) -> list[Task]:
+    return [task_from_source(p.read_text(), suite=suite, level=level, file_name=p.name, path=str(p))
+            for p in _problem_files(folder)]
+
+
+def _problem_files(folder: Path) -> list[Path]:
     files = sorted(folder.glob("*.py"), key=lambda p: _sort_key(p.name))
-    return [
-        task_from_source(p.read_text(), suite=suite, level=level, file_name=p.name, path=str(p))
-        for p in files
-        if not p.name.startswith("_")
-    ]
+    return [p for p in files if not p.name.startswith("_")]
 
 
 def _sort_key(file_name: str) -> tuple[int, str]:
@@ -132,23 +134,53 @@ def _hf_splits(dataset: Any) -> Any:
 
 
 def from_path(path: str | os.PathLike, level: int | None = None) -> TaskSet:
-    """A user's KernelBench-format problem file, or a folder of them (level<N>/ subfolders are honoured)."""
+    """A user's KernelBench-format problem file, or a folder of them (level<N>/ subfolders are honoured).
+
+    The tasks are named after the folder (kernelgym.tasks.folders). A folder's files that are not valid
+    problems are left out with a warning (`read_path` lists them); a single bad file is an error.
+    """
     target = Path(path).expanduser()
     if not target.exists():
         raise TaskNotFoundError(f"{target} does not exist")
 
     def load() -> list[Task]:
-        if target.is_file():
-            lv = level or _level_from_path(target)
-            return [task_from_source(target.read_text(), suite="user", level=lv, file_name=target.name,
-                                     path=str(target))]
-        sub = [target / f"level{lv}" for lv in LEVELS if (target / f"level{lv}").is_dir()]
-        if sub:
-            found = [t for d in sub for t in _folder_tasks(d, "user", int(d.name[5:]))]
-            return [t for t in found if not level or t.level == level]
-        return _folder_tasks(target, "user", level or _level_from_path(target))
+        read = read_path(target, level)
+        if read.bad_files and (target.is_file() or not read.tasks):
+            first = read.bad_files[0]
+            raise TaskFormatError(f"{first.path}: {first.error}" if target.is_file() else
+                                  f"{target} holds no valid task; {first.path}: {first.error}")
+        for bad in read.bad_files:
+            folders.warn_once(bad)
+        folders.remember(folders.suite_name(target), folders.folder_root(target))
+        return read.tasks
 
-    return TaskSet(load, f"user {target}")
+    return TaskSet(load, f"{folders.suite_name(target)} ({target})")
+
+
+def read_path(path: str | os.PathLike, level: int | None = None) -> folders.FolderRead:
+    """Every task of a problem file or folder, and the files that could not be read (with their error)."""
+    target = Path(path).expanduser()
+    suite = folders.suite_name(target)
+    if target.is_file():
+        return _read_files([target], suite, level or _level_from_path(target))
+    sub = [target / f"level{lv}" for lv in LEVELS if (target / f"level{lv}").is_dir()]
+    if sub:
+        parts = [_read_files(_problem_files(d), suite, int(d.name[5:])) for d in sub
+                 if not level or int(d.name[5:]) == level]
+        return folders.FolderRead([t for p in parts for t in p.tasks],
+                                  [b for p in parts for b in p.bad_files])
+    return _read_files(_problem_files(target), suite, level or _level_from_path(target))
+
+
+def _read_files(paths: list[Path], suite: str, level: int) -> folders.FolderRead:
+    read = folders.FolderRead()
+    for p in paths:
+        try:
+            read.tasks.append(task_from_source(p.read_text(encoding="utf-8"), suite=suite, level=level,
+                                               file_name=p.name, path=str(p)))
+        except (TaskFormatError, OSError, UnicodeDecodeError) as exc:
+            read.bad_files.append(folders.BadFile(str(p), str(exc).removeprefix(f"{p}: ")))
+    return read
 
 
 def _level_from_path(path: Path) -> int:
@@ -183,7 +215,8 @@ def load_suite(suite: str = "bundled", *, level: int | None = None,
 
 
 def resolve_task(ref: str, *, kernelbench_root: str | None = None) -> Task:
-    """A task id (`bundled/L1/19_ReLU`, `L1/19_ReLU`, `kernelbench/L2/...`) or a problem file's path."""
+    """A task id (`bundled/L1/19_ReLU`, `L1/19_ReLU`, `kernelbench/L2/...`, `my_ops/L1/...` of a folder read
+    before, here or in an earlier process; `path/to/my_ops/L1/...`) or a problem file's path."""
     if ref.endswith(".py") and Path(ref).is_file():
         return from_path(ref)[0]
     if ref.startswith("kernelbench/"):
@@ -192,4 +225,25 @@ def resolve_task(ref: str, *, kernelbench_root: str | None = None) -> Task:
         return load_suite("curriculum").get(ref)
     if ref.startswith("backward/"):
         return bundled_backward().get(ref)
+    found = _folder_of(ref)
+    if found is not None:
+        folder, level, name = found  # read without warning about the folder's other files
+        tasks = TaskSet.of(read_path(folder, level).tasks, f"{folders.suite_name(folder)} ({folder})")
+        return tasks.get(f"{folders.suite_name(folder)}/L{level}/{name}")
     return bundled().get(ref)
+
+
+def _folder_of(ref: str) -> tuple[Path, int, str] | None:
+    """(folder, level, name) of a folder task's id: `NAME/L1/x` of a folder read before, or `DIR/L1/x`."""
+    match = re.fullmatch(r"(?P<head>.+)/L(?P<level>\d+)/(?P<name>[^/]+)", ref)
+    if match is None or match["head"] in folders.BUILT_IN:
+        return None
+    level, name = int(match["level"]), match["name"]
+    remembered = folders.remembered(match["head"]) if "/" not in match["head"] else None
+    if remembered is not None:
+        if not remembered.is_dir():
+            raise TaskNotFoundError(f"{ref!r} is a task of the folder {remembered}, which is gone; read the "
+                                    "folder again (--suite DIR) to name its tasks")
+        return remembered, level, name
+    folder = Path(match["head"]).expanduser()
+    return (folder, level, name) if folder.is_dir() else None

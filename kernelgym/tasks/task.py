@@ -101,7 +101,8 @@ def read_metadata(source: str, origin: str = "<task>") -> dict[str, Any]:
     defined = {node.name for node in tree.body if isinstance(node, ast.ClassDef | ast.FunctionDef)}
     missing = {"Model", "get_inputs", "get_init_inputs"} - defined
     if missing:
-        raise TaskFormatError(f"{origin}: a KernelBench problem defines {sorted(missing)}")
+        raise TaskFormatError(f"{origin}: no {', '.join(sorted(missing))} (a KernelBench problem defines "
+                              "Model, get_inputs and get_init_inputs at the top level)")
     for node in tree.body:
         if (
             isinstance(node, ast.Assign)
@@ -196,13 +197,14 @@ def task_from_source(
     match = FILE_NAME.match(stem + ".py")
     pid = problem_id if problem_id is not None else int(match["pid"]) if match else 0
     name = match["name"] if match else stem
+    short = f"{pid}_{name}" if match or problem_id is not None else stem  # a file without a number: its name
     meta = read_metadata(source, origin=path or file_name)
     sizes = dict(meta.get("sizes", {}))
     _check_sizes(sizes, path or file_name)
     shape_limits = dict(meta.get("shapes", {}))
     _check_shape_limits(shape_limits, path or file_name)
     return Task(
-        id=f"{suite}/L{level}/{pid}_{name}",
+        id=f"{suite}/L{level}/{short}",
         suite=suite,
         level=level,
         problem_id=pid,

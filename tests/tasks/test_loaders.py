@@ -79,7 +79,7 @@ def test_user_file_and_folder(tmp_path):
     path.parent.mkdir()
     path.write_text(PROBLEM)
     assert from_path(path)[0].level == 2
-    assert from_path(tmp_path)[0].id == "user/L2/5_MyChain"
+    assert from_path(tmp_path)[0].id == f"{tmp_path.name}/L2/5_MyChain"  # named after the folder
     with pytest.raises(TaskNotFoundError):
         from_path(tmp_path / "missing.py")
 
