@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelgym.errors import SuiteUnavailableError, TaskNotFoundError
+from kernelgym.tasks import level4
 from kernelgym.tasks.task import FILE_NAME, Task, task_from_source
 from kernelgym.tasks.taskset import TaskSet
 
@@ -69,7 +70,10 @@ def kernelbench_root(explicit: str | os.PathLike | None = None) -> Path:
 
 
 def kernelbench(root: str | os.PathLike | None = None, level: int | None = None) -> TaskSet:
-    """The real KernelBench problems from a checkout (`KernelBench/level1..level3/*.py`)."""
+    """The real KernelBench problems from a checkout (`KernelBench/level1..level3/*.py`); level 4 is built
+    offline from kept config data and needs no checkout (kernelgym.tasks.level4)."""
+    if level == level4.LEVEL:
+        return level4.tasks()
     base = kernelbench_root(root)
 
     def load() -> list[Task]:
@@ -187,7 +191,8 @@ def resolve_task(ref: str, *, kernelbench_root: str | None = None) -> Task:
     if ref.endswith(".py") and Path(ref).is_file():
         return from_path(ref)[0]
     if ref.startswith("kernelbench/"):
-        return kernelbench(kernelbench_root).get(ref)
+        level = level4.LEVEL if ref.startswith(f"kernelbench/L{level4.LEVEL}/") else None
+        return kernelbench(kernelbench_root, level).get(ref)
     if ref.startswith("curriculum/"):
         return load_suite("curriculum").get(ref)
     if ref.startswith("backward/"):
