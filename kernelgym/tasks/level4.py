@@ -8,7 +8,7 @@ Face cache holds a model's real `config.json`, its numbers are used instead (not
 
 The config keys that the cpu size replaces become module-level constants of the generated file, so the cpu
 size is an ordinary `KERNELGYM["sizes"]["cpu"]` dict: fewer and narrower layers, a smaller batch and sequence,
-the same vocabulary and the same kind of blocks. The models need `transformers` (the `agents` extra).
+the same vocabulary and the same kind of blocks. The models need `transformers` (extra `level4` or `agents`).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from kernelgym.tasks.taskset import TaskSet
 
 LEVEL = 4
 SUITE = "kernelbench"
-INSTALL_HINT = "pip install 'transformers>=5.2' (or the agents extra: pip install 'kernelgym[agents]')"
+INSTALL_HINT = "pip install 'kernelgym[level4]' (transformers>=5.2; the agents extra has it too)"
 # Bookkeeping keys of a real config.json that say nothing about the forward pass.
 _NOT_ARCHITECTURE = {"architectures", "_name_or_path", "transformers_version", "task_specific_params",
                      "torch_dtype", "dtype", "id2label", "label2id", "model_type"}
