@@ -96,7 +96,25 @@ def model_config(model_name: str) -> tuple[dict[str, Any], str]:
     if real is None or real.get("model_type") != kept["model_type"]:
         return kept, "kept in kernelgym/suites/level4/models.json"
     numbers = {k: v for k, v in real.items() if k not in _NOT_ARCHITECTURE}
-    return {"model_type": kept["model_type"], **numbers}, "the local Hugging Face cache's config.json"
+    # Over the kept numbers: a key the real file leaves to its class's default keeps the published value.
+    return {**kept, **numbers}, "the local Hugging Face cache's config.json"
+
+
+def fetch_configs() -> list[str]:
+    """Download each level-4 model's config.json (a few KB, no weights) into the local Hugging Face cache,
+    where the problems then read it; needs the Hub and `huggingface_hub` (installed with transformers)."""
+    try:
+        from huggingface_hub import hf_hub_download
+    except ImportError:
+        raise SuiteUnavailableError(f"fetching the configs needs huggingface_hub: {INSTALL_HINT}") from None
+    paths = []
+    for name in _data()["models"]:
+        try:
+            paths.append(hf_hub_download(name, "config.json"))
+        except Exception as exc:  # noqa: BLE001 (offline, a firewall, a moved repository: one clear message)
+            raise SuiteUnavailableError(f"could not fetch {name}'s config.json ({type(exc).__name__}: "
+                                        f"{str(exc)[:200]}); the kept numbers stay in use") from None
+    return paths
 
 
 def problem_source(problem: Problem) -> str:

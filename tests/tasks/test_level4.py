@@ -117,3 +117,8 @@ def test_the_bundled_gpt2_solution_is_judged_ok(pool):
     task = resolve_task(solution.task_id)
     result = pool.evaluate(task, solution.source, backend="cpp", size="cpu")
     assert result.verdict.value == "ok", result.to_feedback()
+
+
+def test_fetching_the_real_configs_offline_is_one_clear_error():
+    with pytest.raises(SuiteUnavailableError, match="could not fetch gpt2's config.json .*kept numbers"):
+        level4.fetch_configs()
