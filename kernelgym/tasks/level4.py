@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
+from pprint import pformat
 from typing import Any
 
 from kernelgym.errors import SuiteUnavailableError
@@ -135,8 +136,8 @@ from transformers import AutoConfig, AutoModelForCausalLM
 class Model(nn.Module):
     """{problem.model_name} as a causal language model, returning the logits (KernelBench level 4).
 
-    Built from its configuration at random weights (the configuration's numbers are {origin});
-    in eval mode, as `from_pretrained` leaves a model: dropout is off.
+    Built from its configuration at random weights, in eval mode as `from_pretrained` leaves a model
+    (dropout off). The configuration's numbers are {origin}.
     """
 
     def __init__(self, model_type, config_items):
@@ -155,7 +156,7 @@ batch_size = {problem.batch_size}
 sequence_length = {problem.sequence_length}
 vocab_size = {config["vocab_size"]}
 {constants}
-other_config = {rest!r}
+other_config = {pformat(rest, width=100, sort_dicts=False)}
 
 
 def get_inputs():
