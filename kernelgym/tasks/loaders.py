@@ -59,7 +59,8 @@ def kernelbench_root(explicit: str | os.PathLike | None = None) -> Path:
         raise SuiteUnavailableError(
             "KernelBench problems need a checkout: pass kernelbench_root=DIR (CLI: --kernelbench-root DIR) "
             "or set KERNELBENCH_ROOT to a clone of https://github.com/ScalingIntelligence/KernelBench; or "
-            f"load the Hugging Face dataset {HF_DATASET} with kernelgym.tasks.from_hf_dataset()"
+            f"load the Hugging Face dataset {HF_DATASET} with kernelgym.tasks.from_hf_dataset(). Level 4 "
+            "needs none (--level 4, KernelBench-L4-v0)"
         )
     path = Path(value).expanduser()
     # Accept both the repository root and its inner KernelBench/ folder.
