@@ -53,6 +53,7 @@ from kernelgym.evaluation.rules import reason
 from kernelgym.rewards import EpisodeState, get_reward, judged
 from kernelgym.tasks import Task, TaskSet, from_hf_dataset, kernelbench, load_suite
 from kernelgym.tasks.cpu_size import with_cpu_size
+from kernelgym.tasks.level4 import without_unbuildable
 
 # The process-wide pool ------------------------------------------------------------------------------------
 
@@ -124,7 +125,9 @@ def select_tasks(config: EnvConfig, tasks: TaskSet | Iterable[Task] | None = Non
                               f"TaskSet.filter ({known})") from None
     elif config.task_filter is not None:
         raise ConfigError("task_filter must be a dict of TaskSet.filter arguments or a predicate")
-    selected = list(chosen)
+    # Level 4's models need transformers and a causal-LM class per architecture: a problem that cannot be
+    # built is named here, at construction, never at its first step.
+    selected = without_unbuildable(chosen, named=bool(config.task_ids))
     if not selected:
         raise ConfigError(f"no task matches task_ids={config.task_ids!r}, task_filter={config.task_filter!r} "
                           f"among {len(found)} tasks (e.g. {found[0].id})")

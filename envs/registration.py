@@ -4,6 +4,8 @@ library is imported here; the entry point is a string that gymnasium resolves on
 - KernelBench-L{1,2,3}-v0: the real KernelBench problems (kernelbench_root=..., $KERNELBENCH_ROOT, or the
   Hugging Face dataset when it is in the local cache); without them `gym.make` fails at once and says how
   to get them.
+- KernelBench-L4-v0: KernelBench's 20 whole-model problems (gpt2, OPT, GPT-Neo, BART, BigBird, Electra,
+  Reformer), offline: built at random weights from config numbers kept in kernelgym (needs transformers).
 - KernelGym-L{1,2,3}-v0: kernelgym's bundled suite, offline.
 - KernelGym-Backward-v0: the bundled backward suite (forward and backward judged), levels 1 and 2, offline.
 """
@@ -25,17 +27,26 @@ FAMILIES = {"KernelBench": "kernelbench", "KernelGym": "bundled"}
 
 # Ids over a whole suite (every level): id -> suite.
 SUITE_IDS = {"KernelGym-Backward-v0": "backward", "KernelGym-Curriculum-v0": "curriculum"}
+# KernelBench's level 4 exists only as KernelBench problems (built offline, kernelgym.tasks.level4).
+LEVEL4_ID = "KernelBench-L4-v0"
+
+
+def _wanted() -> dict[str, dict]:
+    """Every id and its entry point's kwargs."""
+    wanted = {f"{family}-L{level}-v0": {"suite": suite, "level": level}
+              for family, suite in FAMILIES.items() for level in LEVELS}
+    wanted[LEVEL4_ID] = {"suite": "kernelbench", "level": 4}
+    wanted.update({env_id: {"suite": suite, "level": None} for env_id, suite in SUITE_IDS.items()})
+    return wanted
 
 
 def env_ids() -> list[str]:
-    return [f"{family}-L{level}-v0" for family in FAMILIES for level in LEVELS] + list(SUITE_IDS)
+    return list(_wanted())
 
 
 def register_envs() -> list[str]:
     """Register every kernelgym id that is not registered yet; returns the ids (safe to call again)."""
-    wanted = {f"{family}-L{level}-v0": {"suite": suite, "level": level}
-              for family, suite in FAMILIES.items() for level in LEVELS}
-    wanted.update({env_id: {"suite": suite, "level": None} for env_id, suite in SUITE_IDS.items()})
+    wanted = _wanted()
     for env_id, kwargs in wanted.items():
         if env_id not in registry:
             register(

@@ -14,23 +14,41 @@ from rich.table import Table
 from kernelgym.errors import KernelGymError
 
 app = typer.Typer(help="kernelgym: environments and a judge for LLM-written GPU kernels.",
+                  epilog="Example: kernelgym eval --task L1/1_ReLU my_relu.py",
                   no_args_is_help=True, pretty_exceptions_enable=False)
-tasks_app = typer.Typer(help="List, show and screen task suites.", no_args_is_help=True)
+tasks_app = typer.Typer(help="List, show and screen task suites.", no_args_is_help=True,
+                        epilog="Example: kernelgym tasks list --suite kernelbench --level 4")
 app.add_typer(tasks_app, name="tasks")
 console = Console()
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from kernelgym import __version__
+
+        typer.echo(f"kernelgym {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
+                                       help="print kernelgym's version and exit")) -> None:
+    """kernelgym: environments and a judge for LLM-written GPU kernels."""
 
 
 def _mount_optional() -> None:
     """Commands of the subpackages (their imports stay light: heavy libraries load when a command runs)."""
     from kernelgym.skill_store.cli import app as skills_app
 
-    app.add_typer(skills_app, name="skills", help="The verified skill library: list, search, add, verify.")
+    app.add_typer(skills_app, name="skills", help="The verified skill library: list, search, add, verify.",
+                  epilog="Example: kernelgym skills search 'row softmax' --backend cpp")
     from kernelgym.agents.bench_cli import bench_command
 
-    app.command("bench")(bench_command)
+    app.command("bench", epilog="Example: kernelgym bench --policy smollm2 --tasks 'L1/*'")(bench_command)
     from kernelgym.agents.davinci.train import app as train_app
 
-    app.add_typer(train_app, name="train", help="Train the daVinci agent: `train sft|rl --config FILE`.")
+    app.add_typer(train_app, name="train", help="Train the daVinci agent: `train sft|rl --config FILE`.",
+                  epilog="Example: kernelgym train rl --config rl.toml")
 
 
 def _fail(message: str) -> None:
@@ -55,12 +73,12 @@ ShapesOpt = typer.Option("shown", "--shapes", help="shown, or heldout: correctne
                                                    "draws within the task's limits")
 DtypeOpt = typer.Option(None, "--dtype", help="fp32, bf16 or fp16: float inputs and parameters in that dtype "
                                               "(default: the task's own)")
-LevelOpt = typer.Option(None, "--level", help="only this level (1-3)")
+LevelOpt = typer.Option(None, "--level", help="only this level (1-3; kernelbench also 4, built offline)")
 RootOpt = typer.Option(None, "--kernelbench-root", help="KernelBench checkout (else $KERNELBENCH_ROOT)")
 JsonOpt = typer.Option(False, "--json", help="one JSON object per line")
 
 
-@tasks_app.command("list")
+@tasks_app.command("list", epilog="Example: kernelgym tasks list --suite kernelbench --level 4")
 def tasks_list(suite: str = SuiteOpt, level: int | None = LevelOpt, kernelbench_root: str | None = RootOpt,
                as_json: bool = JsonOpt) -> None:
     """List tasks."""
@@ -82,7 +100,8 @@ def tasks_list(suite: str = SuiteOpt, level: int | None = LevelOpt, kernelbench_
     console.print(f"{len(tasks)} tasks")
 
 
-@tasks_app.command("show")
+@tasks_app.command("show",
+                   epilog="Example: kernelgym tasks show kernelbench/L4/7_gpt2_bs32_seq256 --size cpu")
 def tasks_show(task_id: str, size: str = typer.Option("gpu", "--size"),
                kernelbench_root: str | None = RootOpt) -> None:
     """Print a task's metadata and source."""
@@ -100,7 +119,7 @@ def tasks_show(task_id: str, size: str = typer.Option("gpu", "--size"),
     typer.echo(source)
 
 
-@tasks_app.command("check")
+@tasks_app.command("check", epilog="Example: kernelgym tasks check my_tasks/")
 def tasks_check(source: str | None = typer.Argument(None, help="a folder of task files (or a suite name); "
                                                                  "default: --suite"),
                 suite: str = SuiteOpt, level: int | None = LevelOpt, kernelbench_root: str | None = RootOpt,
@@ -127,7 +146,7 @@ def tasks_check(source: str | None = typer.Argument(None, help="a folder of task
     raise typer.Exit(1 if failed else 0)
 
 
-@app.command("eval")
+@app.command("eval", epilog="Example: kernelgym eval --task L1/1_ReLU my_relu.py")
 def eval_command(
     paths: list[Path] = typer.Argument(..., help="solution files (with --task), or folders of generations "
                                                  "(KernelBench's level_1_problem_19_sample_0_kernel.py or "
@@ -280,7 +299,7 @@ def _print_folder_summary(folder: Path, outcome, where: Console) -> None:
             where.print(f"not judged: {row['solution']}: {row['error']}")
 
 
-@app.command("baseline")
+@app.command("baseline", epilog="Example: kernelgym baseline --level 1 --size cpu")
 def baseline_command(
     suite: str = SuiteOpt, level: int | None = LevelOpt, kernelbench_root: str | None = RootOpt,
     size: str | None = typer.Option(None, "--size", help="cpu or gpu (default: from the hardware)"),
@@ -318,7 +337,7 @@ def baseline_command(
         console.print(table)
 
 
-@app.command("examples")
+@app.command("examples", epilog="Example: kernelgym examples --backend cpp --with-cheats")
 def examples_command(
     backend: str = typer.Option("cpp", "--backend"),
     suite: str = typer.Option("bundled", "--suite", help="bundled, backward or curriculum"),
@@ -392,7 +411,7 @@ def _example_entries(suite: str, backend: str, with_cheats: bool) -> list[_Examp
     return [_Example(tasks.get(e.task_id), e.source, str(e.path), e.cheat) for e in found]
 
 
-@app.command("view")
+@app.command("view", epilog="Example: kernelgym view runs/bench/my_run --out my_run.html")
 def view_command(
     run_dir: Path = typer.Argument(..., help="a bench run folder (the --out of kernelgym bench)"),
     out: Path | None = typer.Option(None, "--out", help="the page's path (default RUN_DIR/view.html)"),

@@ -69,7 +69,7 @@ def _short(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-@app.command("list")
+@app.command("list", epilog="Example: kernelgym skills list --status admitted --backend cpp")
 def list_command(
     ctx: typer.Context,
     status: str | None = typer.Option(None, "--status", help="candidate, admitted or rejected"),
@@ -99,7 +99,7 @@ def list_command(
         console.print(f"{len(skills)} skills in {store.path}")
 
 
-@app.command("show")
+@app.command("show", epilog="Example: kernelgym skills show argmax-index-reduction")
 def show_command(
     ctx: typer.Context,
     skill_id: str = typer.Argument(..., metavar="ID"),
@@ -152,7 +152,7 @@ def show_command(
         )
 
 
-@app.command("search")
+@app.command("search", epilog="Example: kernelgym skills search L1/1_ReLU --k 3")
 def search_command(
     ctx: typer.Context,
     query: str = typer.Argument(..., help="free text, or a task id such as L2/1_Gemm_BiasAdd_ReLU"),
@@ -210,7 +210,7 @@ def _print_decision(decision) -> None:
     console.print(decision.reason, markup=False, highlight=False)
 
 
-@app.command("add")
+@app.command("add", epilog="Example: kernelgym skills add candidates.jsonl --runs 3")
 def add_command(
     ctx: typer.Context,
     file: Path = typer.Argument(..., help="candidate .json/.jsonl: the skill, solution_path, task_ids"),
@@ -238,7 +238,7 @@ def add_command(
     console.print(f"{len(candidates) - rejected}/{len(candidates)} admitted")
 
 
-@app.command("verify")
+@app.command("verify", epilog="Example: kernelgym skills verify argmax-index-reduction")
 def verify_command(
     ctx: typer.Context,
     ids: list[str] | None = typer.Argument(None, metavar="[ID]...", help="skills to re-verify (default all)"),
@@ -259,7 +259,7 @@ def verify_command(
     )
 
 
-@app.command("export")
+@app.command("export", epilog="Example: kernelgym skills export --out skills.jsonl")
 def export_command(
     ctx: typer.Context, out: Path | None = typer.Option(None, "--out", help="file to write (default: stdout)")
 ) -> None:
@@ -275,7 +275,7 @@ def export_command(
         typer.echo(f"exported {len(store)} skills to {out}")
 
 
-@app.command("import")
+@app.command("import", epilog="Example: kernelgym skills import skills.jsonl")
 def import_command(ctx: typer.Context, file: Path = typer.Argument(..., help="a JSONL export")) -> None:
     """Import skills from JSONL (all or nothing): new ids added, changed ones updated with a version bump."""
     if not file.is_file():

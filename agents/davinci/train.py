@@ -50,7 +50,7 @@ def _load_and_run(config_class: str, runner: str, config: str | None, overrides:
     typer.echo(summary(result))
 
 
-@app.command("sft")
+@app.command("sft", epilog="Example: kernelgym train sft --print-config")
 def sft_command(config: str | None = ConfigOpt, overrides: list[str] | None = OverridesArg,
                 print_config: bool = PrintOpt) -> None:
     """SFT cold start: replayed bundled solutions, bench runs, external JSONL; filtered; SFTTrainer."""
@@ -59,7 +59,7 @@ def sft_command(config: str | None = ConfigOpt, overrides: list[str] | None = Ov
                             f"loss {r.train_loss}; model in {r.output_dir}")
 
 
-@app.command("rl")
+@app.command("rl", epilog="Example: kernelgym train rl --config rl.toml --print-config")
 def rl_command(config: str | None = ConfigOpt, overrides: list[str] | None = OverridesArg,
                print_config: bool = PrintOpt) -> None:
     """Multi-turn REINFORCE with per-role advantages; resumes from the latest checkpoint in output_dir."""

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelgym.errors import SuiteUnavailableError, TaskFormatError, TaskNotFoundError
-from kernelgym.tasks import folders
+from kernelgym.tasks import folders, level4
 from kernelgym.tasks.task import FILE_NAME, Task, task_from_source
 from kernelgym.tasks.taskset import TaskSet
 
@@ -60,7 +60,8 @@ def kernelbench_root(explicit: str | os.PathLike | None = None) -> Path:
         raise SuiteUnavailableError(
             "KernelBench problems need a checkout: pass kernelbench_root=DIR (CLI: --kernelbench-root DIR) "
             "or set KERNELBENCH_ROOT to a clone of https://github.com/ScalingIntelligence/KernelBench; or "
-            f"load the Hugging Face dataset {HF_DATASET} with kernelgym.tasks.from_hf_dataset()"
+            f"load the Hugging Face dataset {HF_DATASET} with kernelgym.tasks.from_hf_dataset(). Level 4 "
+            "needs none (--level 4, KernelBench-L4-v0)"
         )
     path = Path(value).expanduser()
     # Accept both the repository root and its inner KernelBench/ folder.
@@ -71,7 +72,10 @@ def kernelbench_root(explicit: str | os.PathLike | None = None) -> Path:
 
 
 def kernelbench(root: str | os.PathLike | None = None, level: int | None = None) -> TaskSet:
-    """The real KernelBench problems from a checkout (`KernelBench/level1..level3/*.py`)."""
+    """The real KernelBench problems from a checkout (`KernelBench/level1..level3/*.py`); level 4 is built
+    offline from kept config data and needs no checkout (kernelgym.tasks.level4)."""
+    if level == level4.LEVEL:
+        return level4.tasks()
     base = kernelbench_root(root)
 
     def load() -> list[Task]:
@@ -220,7 +224,8 @@ def resolve_task(ref: str, *, kernelbench_root: str | None = None) -> Task:
     if ref.endswith(".py") and Path(ref).is_file():
         return from_path(ref)[0]
     if ref.startswith("kernelbench/"):
-        return kernelbench(kernelbench_root).get(ref)
+        level = level4.LEVEL if ref.startswith(f"kernelbench/L{level4.LEVEL}/") else None
+        return kernelbench(kernelbench_root, level).get(ref)
     if ref.startswith("curriculum/"):
         return load_suite("curriculum").get(ref)
     if ref.startswith("backward/"):

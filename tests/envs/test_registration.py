@@ -36,7 +36,7 @@ def test_ids_are_registered_once():
     assert set(env_ids()) <= set(gym.registry)
     whole_suites = ["KernelGym-Backward-v0", "KernelGym-Curriculum-v0"]
     assert sorted(env_ids()) == sorted([f"{f}-L{n}-v0" for f in ("KernelBench", "KernelGym")
-                                        for n in (1, 2, 3)] + whole_suites)
+                                        for n in (1, 2, 3)] + ["KernelBench-L4-v0"] + whole_suites)
 
 
 @pytest.mark.parametrize("env_id", env_ids())
