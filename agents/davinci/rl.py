@@ -64,7 +64,6 @@ def episode_metrics(groups: list[list[Trajectory]]) -> dict[str, float]:
 
 def run_rl(config: RLConfig, *, backbone=None, pool=None, tensorboard: bool = True) -> RLResult:
 
-    from kernelgym.agents.davinci.backbone import Backbone
     from kernelgym.agents.davinci.episode import EpisodeRunner
     from kernelgym.skill_store import SkillStore
 
@@ -72,18 +71,9 @@ def run_rl(config: RLConfig, *, backbone=None, pool=None, tensorboard: bool = Tr
     out = Path(config.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text(json.dumps(to_dict(config), indent=1))
-    start, checkpoint = 0, latest_checkpoint(out) if config.resume else None
-    if checkpoint is not None:
-        start = checkpoint[0]
-        backbone = Backbone(_replace(config.backbone, model=str(checkpoint[1] / "model")))
-        if config.kl_coef > 0:  # the reference is where the run started, not the checkpoint
-            backbone.load_reference(config.backbone.model)
-    backbone = backbone or Backbone(config.backbone)
-    if checkpoint is None and config.kl_coef > 0:
-        backbone.snapshot_reference()
-    optimizer = make_optimizer(backbone, config.lr)
-    if checkpoint is not None:
-        optimizer.load_state_dict(load_optimizer(checkpoint[1]))
+    checkpoint = latest_checkpoint(out) if config.resume else None
+    start = checkpoint[0] if checkpoint is not None else 0
+    backbone, optimizer = _model_and_optimizer(config, backbone, checkpoint)
     result = RLResult(out, start)
     writer = _writer(out) if tensorboard else None
     credit = rewards.SkillCredit(config.rewards)
@@ -126,6 +116,24 @@ def run_rl(config: RLConfig, *, backbone=None, pool=None, tensorboard: bool = Tr
     result.admitted = sorted(runner.admitted)
     result.gate_calls = runner.gate_calls
     return result
+
+
+def _model_and_optimizer(config: RLConfig, backbone, checkpoint: tuple[int, Path] | None):
+    """The backbone and its optimizer where the run starts: the given (or configured) model, or the latest
+    checkpoint's; the KL reference is the model the run started from either way."""
+    from kernelgym.agents.davinci.backbone import Backbone
+
+    if checkpoint is not None:
+        backbone = Backbone(_replace(config.backbone, model=str(checkpoint[1] / "model")))
+        if config.kl_coef > 0:  # the reference is where the run started, not the checkpoint
+            backbone.load_reference(config.backbone.model)
+    backbone = backbone or Backbone(config.backbone)
+    if checkpoint is None and config.kl_coef > 0:
+        backbone.snapshot_reference()
+    optimizer = make_optimizer(backbone, config.lr)
+    if checkpoint is not None:
+        optimizer.load_state_dict(load_optimizer(checkpoint[1]))
+    return backbone, optimizer
 
 
 def training_tasks(config: RLConfig, tasks) -> list[str]:
