@@ -8,12 +8,12 @@ GPU for triton/cuda candidates, its cores for cpp). Phases, each saved to result
 
 - before_sft: held-out tasks, the base model, one greedy policy turn each (skills as the agent uses them);
 - sft: the SFT cold start on the training split (replayed bundled solutions the judge confirms here);
-- after_sft: held-out again; then, with --baselines, the SFT model through the prompting strategies, all
-  without skills: sft_one_shot (one greedy turn), sft_best_of_2 (two samples at the RL temperature, the
-  better counts), sft_refine_2 (two greedy turns, the second seeing the first's feedback);
+- after_sft: held-out again;
 - rl: RL on the training split (the run's curves in rl/metrics.jsonl);
-- after_rl: held-out again; with --baselines also after_rl_2turns (the agent at the budget of best_of_2
-  and refine_2: two greedy turns).
+- after_rl: held-out again; then, with --baselines, after_rl_2turns (the agent with two greedy turns) and
+  the SFT model through the prompting strategies, all without skills: sft_one_shot (one greedy turn, the
+  agent's budget), sft_best_of_2 (two samples at the RL temperature, the better counts) and sft_refine_2
+  (two greedy turns, the second seeing the first's feedback), both at the budget of after_rl_2turns.
 
 A rerun of the same command skips the phases already in results.json and continues RL from its latest
 checkpoint, so a run cut by a machine's time limit resumes where it stopped (--rl-max-minutes ends RL on a
@@ -159,9 +159,9 @@ def main() -> None:
                                 "train_loss": sft_result.train_loss,
                                 "wall_s": round(time.monotonic() - t0, 1)})
         results.phase("after_sft", lambda: evaluate(backbone, pool))
-        if ARGS.baselines:
-            sft_baselines(results, backbone, pool)
         if ARGS.rl_steps == 0:  # SFT only; a later run can start RL from it with --from-sft
+            if ARGS.baselines:
+                sft_baselines(results, backbone, pool)
             return
         if not results.done("rl"):
             rl = run_rl_phase(backbone, backbone_config, sft_dir, train, pool)
@@ -174,8 +174,10 @@ def main() -> None:
         del backbone
         backbone = Backbone(replace(backbone_config, model=str(latest_checkpoint(out / "rl")[1] / "model")))
         results.phase("after_rl", lambda: evaluate(backbone, pool))
-        if ARGS.baselines:
+        if ARGS.baselines:  # after RL, so that a run short of time has its RL figures first
             results.phase("after_rl_2turns", lambda: evaluate(backbone, pool, turns=2))
+            del backbone
+            sft_baselines(results, Backbone(replace(backbone_config, model=str(sft_dir))), pool)
     plot(out)
 
 
