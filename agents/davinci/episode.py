@@ -55,6 +55,7 @@ class _Rollout:
     index: int = 0  # policy turns taken
     judged_turns: int = 0
     done: bool = False
+    teacher: Teacher = field(default_factory=Teacher)  # fixed answers for this episode's roles
 
 
 @dataclass
@@ -95,18 +96,24 @@ class EpisodeRunner:
     def run(self, task_id: str, teacher: Teacher | None = None) -> Trajectory:
         return self.run_batch([task_id], teacher)[0]
 
-    def run_batch(self, task_ids: Sequence[str], teacher: Teacher | None = None) -> list[Trajectory]:
+    def run_batch(self, task_ids: Sequence[str], teacher: Teacher | Sequence[Teacher] | None = None
+                  ) -> list[Trajectory]:
         """One episode per id (repeat an id for a group), played in lockstep: each role's turn of every
         episode still running is generated in one batched call, and their env steps are judged
-        concurrently (one env per episode, one shared pool)."""
-        teacher = teacher or Teacher()
+        concurrently (one env per episode, one shared pool). `teacher`: one for every episode, or one
+        each (replaying a different solution per task, as the SFT data does)."""
+        teachers = list(teacher) if isinstance(teacher, Sequence) else [teacher or Teacher()] * len(task_ids)
+        if len(teachers) != len(task_ids):
+            raise ConfigError(f"{len(teachers)} teachers for {len(task_ids)} episodes")
         rollouts = [self._reset(env, task_id) for env, task_id in zip(self._envs(len(task_ids)), task_ids)]
-        self._select_all(rollouts, teacher)
+        for r, t in zip(rollouts, teachers, strict=True):
+            r.teacher = t
+        self._select_all(rollouts)
         for r in rollouts:
             r.traj.reused_admitted = [s.id for s in r.skills if s.id in self.admitted]
-        self._play_all(rollouts, teacher)
+        self._play_all(rollouts)
         for r in rollouts:
-            self._summarize(r.task, r.traj, teacher)
+            self._summarize(r.task, r.traj, r.teacher)
         return [r.traj for r in rollouts]
 
     def _envs(self, n: int) -> list:
@@ -157,7 +164,7 @@ class EpisodeRunner:
 
     # roles -------------------------------------------------------------------------------------------------
 
-    def _select_all(self, rollouts: list[_Rollout], teacher: Teacher) -> None:
+    def _select_all(self, rollouts: list[_Rollout]) -> None:
         c = self.config
         if not c.skills or self.store is None:
             return
@@ -172,7 +179,7 @@ class EpisodeRunner:
             if r.hits and c.rerank:
                 asking.append(r)
                 messages.append(roles.selection_messages(query_for_task(r.task).text(), r.hits))
-                targets.append(self._selection_target(teacher, r.traj.bm25_ids))
+                targets.append(self._selection_target(r.teacher, r.traj.bm25_ids))
         turns = self._turns("selection", messages, targets, c.selection_tokens) if asking else []
         named_by_rollout = {}
         for r, turn in zip(asking, turns, strict=True):
@@ -191,8 +198,8 @@ class EpisodeRunner:
 
     def _select(self, task, traj: Trajectory, teacher: Teacher) -> list:
         """The skills one episode's policy gets (retrieval, then the selection role)."""
-        rollout = _Rollout(None, {}, task, traj)
-        self._select_all([rollout], teacher)
+        rollout = _Rollout(None, {}, task, traj, teacher=teacher)
+        self._select_all([rollout])
         return rollout.skills
 
     def _selection_target(self, teacher: Teacher, bm25_ids: list[str]) -> str | None:
@@ -202,13 +209,12 @@ class EpisodeRunner:
         wanted = [i for i in teacher.selection if i in bm25_ids] or bm25_ids[: self.config.use_skills]
         return roles.selection_target(wanted)
 
-    def _play_all(self, rollouts: list[_Rollout], teacher: Teacher) -> None:
+    def _play_all(self, rollouts: list[_Rollout]) -> None:
         c = self.config
-        replies = list(teacher.policy_replies) if teacher.policy_replies is not None else None
         while True:
             # The env gives back a turn it failed to judge (and cuts a run): count judged turns.
             active = [r for r in rollouts if not r.done and r.judged_turns < c.max_turns
-                      and (replies is None or r.index < len(replies))]
+                      and (r.teacher.policy_replies is None or r.index < len(r.teacher.policy_replies))]
             if not active:
                 break
             # Chunk by chunk: a chunk's replies go to the judge as soon as they are generated, and build and
@@ -221,7 +227,8 @@ class EpisodeRunner:
                     messages = [roles.policy_messages(r.obs["prompt"], r.skills,
                                                       r.history[-c.history:] if c.history else [])
                                 for r in rows]
-                    texts = [replies[r.index] if replies is not None else None for r in rows]
+                    texts = [r.teacher.policy_replies[r.index] if r.teacher.policy_replies is not None
+                             else None for r in rows]
                     turns = self._turns("policy", messages, texts, c.policy_tokens)
                     judged += [ex.submit(self._step, r, t) for r, t in zip(rows, turns, strict=True)]
                 for future in judged:

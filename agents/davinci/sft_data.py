@@ -72,15 +72,18 @@ def replay_examples(runner, backend: str, task_ids: Sequence[str] | None = None)
 
         solutions += [(c.id, c.solutions[backend]) for c in curriculum("train") if backend in c.solutions]
     heldout = heldout_task_ids()
-    out: list[Example] = []
+    ids, teachers = [], []
     for task_id, source in solutions:
         if task_id not in env_tasks or task_id in heldout or (wanted is not None and task_id not in wanted):
             continue
         task = env_tasks[task_id]
         summary = roles.teacher_summary(task.name, task.category, query_for_task(task).bound, source)
-        teacher = Teacher(policy_replies=[f"```python\n{source}\n```"],
-                          selection=labels.get((task.id, backend), []), summary=summary, gate=False)
-        traj = runner.run(task.id, teacher)
+        ids.append(task.id)
+        teachers.append(Teacher(policy_replies=[f"```python\n{source}\n```"],
+                                selection=labels.get((task.id, backend), []), summary=summary, gate=False))
+    out: list[Example] = []
+    # One batch: every replay is judged concurrently (as many at once as the pool has workers).
+    for traj in runner.run_batch(ids, teachers) if ids else []:
         if "ok" not in traj.verdicts:
             continue  # the judge did not confirm it here: not a demonstration
         for turn in traj.turns:

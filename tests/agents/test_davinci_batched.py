@@ -160,3 +160,25 @@ def test_a_chunks_replies_go_to_the_judge_while_the_next_chunk_generates(backbon
     second_chunk_done = next(e[3] for e in events if e[:3] == ("generate", 1, "end"))
     first_step = min(e[3] for e in events if e[0] == "step")
     assert first_step < second_chunk_done
+
+
+@pytest.mark.slow
+def test_each_episode_of_a_batch_can_have_its_own_teacher(tmp_path, pool):
+    """The SFT replay plays every task's own solution in one batch: each episode gets its own teacher's
+    reply (a correct solution, a reply without code), judged side by side."""
+    from kernelgym.agents.davinci.episode import EpisodeRunner, Teacher
+    from kernelgym.errors import ConfigError
+    from kernelgym.solutions import examples
+
+    relu = next(e.source for e in examples("cpp") if e.task_id == f"bundled/{RELU}")
+    config = EpisodeConfig(max_turns=1, summarize="never", skills=False,
+                           eval_options={"timing_trials": 10, "profile": False})
+    runner = EpisodeRunner(config, None, None, pool)
+    try:
+        trajs = runner.run_batch([RELU, RELU], [Teacher(policy_replies=[f"```python\n{relu}\n```"]),
+                                                Teacher(policy_replies=["I would write a kernel."])])
+        with pytest.raises(ConfigError, match="2 teachers for 1 episodes"):
+            runner.run_batch([RELU], [Teacher(), Teacher()])
+    finally:
+        runner.close()
+    assert [t.verdicts for t in trajs] == [["ok"], ["no_code"]]
