@@ -33,7 +33,7 @@ def _burners(core: int, count: int) -> list[subprocess.Popen]:
     return [subprocess.Popen([sys.executable, "-c", loop]) for _ in range(count)]
 
 
-def _busy_share(core: int, seconds: float = 1.0) -> float:
+def _busy_share(core: int, seconds: float = 0.7) -> float:
     """The core's busy share over the next `seconds`, by /proc/stat (nothing of this test runs meanwhile)."""
     def busy_ticks() -> int:
         with open("/proc/stat") as f:
@@ -44,6 +44,21 @@ def _busy_share(core: int, seconds: float = 1.0) -> float:
     before = busy_ticks()
     time.sleep(seconds)
     return (busy_ticks() - before) / (seconds * os.sysconf("SC_CLK_TCK"))
+
+
+@pytest.mark.slow
+def test_a_timing_on_a_quiet_core_is_not_marked(one_worker, relu_task, relu_solution):
+    pool, core = one_worker
+    before = _busy_share(core)
+    result = pool.evaluate(relu_task, relu_solution, backend="cpp", **OPTIONS)
+    after = _busy_share(core)
+    if max(before, after) > BACKGROUND_LIMIT:  # asked on both sides: another tenant's work comes and goes
+        pytest.skip(f"core {core} was {before:.0%} and {after:.0%} busy with other work around the "
+                    "evaluation: not a quiet core")
+    assert result.verdict.value == "ok", result.reasons
+    assert result.timing.cpu_wait_share is not None and not result.timing.contended, result.timing
+    assert "contended" not in [r.rule for r in result.reasons]
+    assert "marked contended" not in render_feedback(result)
 
 
 @pytest.mark.slow
@@ -61,16 +76,3 @@ def test_a_timing_beside_busy_loops_on_its_core_is_marked_contended(one_worker, 
     assert not result.timing.verified and result.verified_speedup is None
     assert "contended" in [r.rule for r in result.reasons]
     assert "marked contended" in render_feedback(result)
-
-
-@pytest.mark.slow
-def test_a_timing_on_a_quiet_core_is_not_marked(one_worker, relu_task, relu_solution):
-    pool, core = one_worker
-    background = _busy_share(core)
-    if background > BACKGROUND_LIMIT:
-        pytest.skip(f"core {core} is {background:.0%} busy with other work: not a quiet core")
-    result = pool.evaluate(relu_task, relu_solution, backend="cpp", **OPTIONS)
-    assert result.verdict.value == "ok", result.reasons
-    assert result.timing.cpu_wait_share is not None and not result.timing.contended, result.timing
-    assert "contended" not in [r.rule for r in result.reasons]
-    assert "marked contended" not in render_feedback(result)
