@@ -24,8 +24,10 @@ from dataclasses import dataclass
 
 @dataclass
 class SideContention:
-    """One side's clocked windows, and how long its threads waited for a CPU in them."""
+    """One side's clocked windows, and how long its threads waited for a CPU in them (summed over threads:
+    over `cores` cores, two threads waiting alike wait twice the time)."""
 
+    cores: int = 1
     window_s: float = 0.0
     waited_s: float = 0.0
     windows: int = 0
@@ -36,8 +38,10 @@ class SideContention:
         return _Window(self, pids)
 
     def share(self) -> float | None:
-        """Waiting time over clocked time (None: nothing watched)."""
-        return self.waited_s / self.window_s if self.windows and self.window_s > 0 else None
+        """Waiting time over the cores' clocked time (None: nothing watched)."""
+        if not self.windows or self.window_s <= 0:
+            return None
+        return self.waited_s / (self.window_s * max(self.cores, 1))
 
 
 class _Window:

@@ -678,8 +678,8 @@ class Evaluation:
         if timing.contended:
             self.result.reasons.append(reason(
                 rules.CONTENDED, f"other processes held the timing's core(s) {sorted(self.cores)}: a side "
-                                 f"waited for a CPU {timing.cpu_wait_share:.0%} of its timed batches' time "
-                                 f"(more than {self.options.max_contention:.0%}); the timing is marked "
+                                 f"waited for a CPU {timing.cpu_wait_share:.0%} of its timed batches' core "
+                                 f"time (more than {self.options.max_contention:.0%}); the timing is marked "
                                  "contended and its speedup is not verified (judge it again on a quieter "
                                  "machine)"))
         return timing.contended
@@ -707,7 +707,8 @@ class Evaluation:
             for _ in range(options.warmup):
                 self._next_batch(calls)
             if self.device == "cpu":  # from the first timed batch on, across a second timing too
-                self.contention = {side: SideContention() for side in ("reference", "candidate")}
+                self.contention = {side: SideContention(len(self.cores))
+                                   for side in ("reference", "candidate")}
             ref_ms, cand_ms, cpu_s, wall_s = self._rounds(calls, round_trip)
         speedup, low, _ = speedup_interval(ref_ms, cand_ms)
         repeat = second_timing_needed(speedup, low, options)
