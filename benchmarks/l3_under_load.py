@@ -62,7 +62,7 @@ def without_avx512(source: str) -> str:
     return source[:end] + ', extra_flags=("-mno-avx512f",)' + source[end:]
 
 
-def judge(pool, condition: str, repeats: int, core: int) -> list[dict]:
+def judge(pool, condition: str, repeats: int, core: int, threads: int) -> list[dict]:
     load = "idle" if condition == "no-avx512" else condition
     rows = []
     process = start_load(load, core)
@@ -73,7 +73,7 @@ def judge(pool, condition: str, repeats: int, core: int) -> list[dict]:
                 source = without_avx512(source)
             for _ in range(repeats if condition != "no-avx512" else 1):
                 load_avg = os.getloadavg()[0]
-                result = pool.evaluate(bundled().get(task_id), source, backend="cpp")
+                result = pool.evaluate(bundled().get(task_id), source, backend="cpp", threads=threads)
                 timing = result.timing
                 row = {"condition": condition, "task": task_id, "verdict": result.verdict.value,
                        "speedup": result.speedup, "verified": bool(timing and timing.verified),
@@ -117,6 +117,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--conditions", default="idle,training,burner,no-avx512")
+    parser.add_argument("--threads", type=int, default=1, help="EvalOptions.threads (the default is 1)")
     parser.add_argument("--label", default="")
     parser.add_argument("--out", default=str(HERE / "l3_under_load.md"))
     args = parser.parse_args()
@@ -124,7 +125,7 @@ def main() -> None:
     rows = []
     with kernelgym.EvalPool(workers=1) as pool:
         for condition in args.conditions.split(","):
-            rows += judge(pool, condition, args.repeats, core)
+            rows += judge(pool, condition, args.repeats, core, args.threads)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                             cwd=Path(kernelgym.__file__).parent, check=False).stdout.strip()
     from kernelgym.envs.prompt import cpu_name
@@ -133,7 +134,8 @@ def main() -> None:
                f"{os.cpu_count()} cores; python {platform.python_version()}, torch {torch.__version__}; "
                f"judge at commit {commit}")
     command = (f"- command: `python benchmarks/l3_under_load.py --repeats {args.repeats} --conditions "
-               f"{args.conditions}{' --label ' + repr(args.label) if args.label else ''}`")
+               f"{args.conditions} --threads {args.threads}"
+               f"{' --label ' + repr(args.label) if args.label else ''}`")
     lines = [f"## {args.label or commit}", "", machine, command, "", *table(rows), ""]
     print("\n".join(lines))
     with open(args.out, "a") as f:
