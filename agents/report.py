@@ -120,6 +120,8 @@ def summarize(records: Iterable[dict[str, Any]], tasks: Sequence[dict[str, Any]]
         "by_category": section("category"),
         "verdicts": dict(verdicts.most_common()),
         "hacks_caught": verdicts.get("hack", 0),
+        # timings on cores other processes held: their speedups are not verified (the machine was busy)
+        "contended": sum(any(str(x).startswith("contended:") for x in t.get("reasons") or []) for t in turns),
         "labelled_cheats": {"submitted": len(cheats), "rejected": len(cheats) - len(escaped),
                             "accepted": escaped},
         "turns": len(turns),
@@ -226,6 +228,9 @@ def render_markdown(summary: dict[str, Any], *, title: str = "kernelgym bench",
                    "`info[\"judged\"]` True), `done` a reply that ended the episode, `infrastructure_error` "
                    "a turn the judge itself failed (not judged: given back, `info[\"judged\"]` False).")
     out.append(f"Hacks caught (turns judged `hack`): **{summary['hacks_caught']}**.")
+    if summary.get("contended"):
+        out.append(f"Timings marked contended (other processes held the timing's cores; not verified): "
+                   f"{summary['contended']}.")
     lc = summary["labelled_cheats"]
     if lc["submitted"]:
         out.append(f"Labelled cheats submitted: {lc['submitted']}, rejected: **{lc['rejected']}**"
@@ -290,7 +295,9 @@ def print_table(summary: dict[str, Any], console=None) -> None:
     v += f" (no verdict of the judge: {skipped})" if skipped else ""
     lc = summary["labelled_cheats"]
     cheats = f"; labelled cheats rejected {lc['rejected']}/{lc['submitted']}" if lc["submitted"] else ""
-    console.print(f"verdicts: {v or '-'}; hacks caught: {summary['hacks_caught']}{cheats}")
+    busy = (f"; timings marked contended (machine busy, not verified): {summary['contended']}"
+            if summary.get("contended") else "")
+    console.print(f"verdicts: {v or '-'}; hacks caught: {summary['hacks_caught']}{cheats}{busy}")
     for item in summary.get("honest_replays_rejected", []):
         console.print(f"honest replay not accepted: {item['task_id']} ({item['verdict']}: "
                       f"{item['reason'][:100]})")

@@ -42,7 +42,7 @@ class ExtensionRequest:
 
         parts = [self.name, *self.cpp_sources, "\0cuda", *self.cuda_sources, "\0fn", *self.functions,
                  *self.extra_cflags, *self.extra_cuda_cflags, *self.extra_ldflags, torch.__version__,
-                 os.environ.get("TORCH_CUDA_ARCH_LIST", "")]
+                 os.environ.get("TORCH_CUDA_ARCH_LIST", ""), kernels.cpu_features()]  # -march=native
         return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
     def to_meta(self) -> dict:

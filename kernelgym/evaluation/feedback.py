@@ -69,6 +69,10 @@ def _timing_lines(timing) -> list[str]:
                 f"{timing.speedup:.3g}x (95% CI {timing.speedup_ci_low:.3g}-{timing.speedup_ci_high:.3g}), "
                 f"{'verified' if timing.verified else 'not verified'}.")
     lines = [headline]
+    if timing.contended:
+        lines.append(f"The machine was busy: other processes held the timing's cores for "
+                     f"{timing.cpu_wait_share:.0%} of a side's timed runs, so this timing is marked "
+                     "contended and its speedup is not verified (it says little about your code).")
     if timing.floor_ms is not None and timing.roofline_fraction is not None:
         lines.append(
             f"Roofline: {timing.bound}-bound ({timing.flops / 1e9:.3g} GFLOP, "

@@ -35,6 +35,10 @@ class EvalOptions:
     warmup: int = 1  # untimed batches per side before timing
     # baselines on a GPU: less the calibrated cost of the in-region synchronize
     subtract_sync_cost: bool = True
+    # CPU: the share of a side's clocked batches it may spend waiting for a CPU (other processes holding its
+    # cores) before the timing is marked `contended`: its speedup is then never verified (a load that
+    # comes and goes falls on some batches and not others)
+    max_contention: float = 0.2
     max_cpu_time_ratio: float = 1.25  # CPU: the candidate tree's CPU time over wall time, per allowed thread
     profile: bool = True  # coverage and torch-compute check (CPU: cheap; GPU: torch.profiler)
     ncu: bool = False  # GPU: Nsight Compute counters per kernel after an ok verdict (costs seconds; opt-in)

@@ -98,6 +98,10 @@ class TimingResult:
     # CPU: the tree's CPU time beyond its timed batches' clocks x cores (work left running past 'done'),
     # added to those batches' times
     cpu_past_clock_ms: float | None = None
+    # CPU: the share of its clocked batches' time a side's threads waited for a CPU (other processes held
+    # its cores), the larger side's; above max_contention the timing is `contended`, its speedup unverified
+    cpu_wait_share: float | None = None
+    contended: bool = False
     baseline: str = "eager"
     compile_ms: float | None = None  # torch.compile of the reference, when asked for
     speedup_vs_compile: float | None = None

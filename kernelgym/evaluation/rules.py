@@ -103,6 +103,9 @@ EXTRA_CORES = _rule("extra_cores", H,
                     "with a cgroup, also across each reference batch, which must stay under 2 ms")
 NOT_REPRODUCED = _rule("not_reproduced", Verdict.OK, "(informational) a speedup that does not hold in a "
                        "second timing is not verified", "a second timing of both sides")
+CONTENDED = _rule("contended", Verdict.OK, "(informational) a timing on cores that other processes held "
+                  "is not verified", "each side's threads' time waiting for a CPU while its batches were "
+                  "clocked (/proc/TID/schedstat, read by the worker)")
 # profile ---------------------------------------------------------------------------------------------------
 TORCH_COMPUTE = _rule("torch_compute", H, "leaving the work to PyTorch (passthrough, partial passthrough)",
                       "CPU: share of the sampled work (every batch, sampled outside the candidate) in "

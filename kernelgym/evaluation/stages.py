@@ -19,12 +19,14 @@ import os
 import secrets
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from kernelgym import backends
 from kernelgym.evaluation import own_code, rules
 from kernelgym.evaluation.compare import tolerance
+from kernelgym.evaluation.contention import SideContention
 from kernelgym.evaluation.job import EvalJob
 from kernelgym.evaluation.launches import LaunchCounts, LaunchWatch, judge_launches
 from kernelgym.evaluation.options import EvalOptions
@@ -131,6 +133,8 @@ class Evaluation:
         self.cores = pipeline.evaluation_cores(self.device, self.options.threads)  # both processes' cores
         # issue 28: the candidate's cgroup and the samples of its batches, taken from outside
         self.watch = CandidateWatch(self.device == "cpu", native=self.backend.device == "cpu")
+        # CPU, each side's while the timing's batches are clocked (issue 47)
+        self.contention: dict[str, SideContention] = {}
 
     def run(self) -> None:
         try:
@@ -426,6 +430,11 @@ class Evaluation:
                     pass
         return record
 
+    def _contention_watched(self, side: str, pids: Callable[[], list[int]]):
+        """During the timing, how long one side's threads wait for a CPU while its batch is clocked."""
+        contention = self.contention.get(side) if self.stage == "timing" else None
+        return contention.watch(pids) if contention is not None else contextlib.nullcontext()
+
     def _map_then_fill(self, number: int, ipc: list) -> None:
         """GPU: the candidate maps the batch's input buffers before the clock starts (mapping is no part of
         its time), but they hold nothing yet; the reference fills them once the candidate is frozen. Work
@@ -471,13 +480,14 @@ class Evaluation:
     def _run_reference(self, number: int, inputs: m.Inputs, fd: int | None) -> float:
         message = m.RunBatch(number, layout=inputs.layout)
         self.watch.start_reference(self.reference.main_pid)  # the same timer interrupts as the candidate
-        start = time.perf_counter_ns()
-        self.to_reference(message, fds=[fd] if fd is not None else ())
-        try:
-            msg, _, _ = self.reference.receive(time.monotonic() + self.options.timeout_s + 60)
-        except (TimeoutError, Died):
-            raise end(rules.JUDGE_FAILED, "the reference process did not finish a batch") from None
-        elapsed = (time.perf_counter_ns() - start) / 1e6
+        with self._contention_watched("reference", self.reference.tree):
+            start = time.perf_counter_ns()
+            self.to_reference(message, fds=[fd] if fd is not None else ())
+            try:
+                msg, _, _ = self.reference.receive(time.monotonic() + self.options.timeout_s + 60)
+            except (TimeoutError, Died):
+                raise end(rules.JUDGE_FAILED, "the reference process did not finish a batch") from None
+            elapsed = (time.perf_counter_ns() - start) / 1e6
         self.watch.discard()
         if not isinstance(msg, m.BatchDone):
             raise end(rules.JUDGE_FAILED,
@@ -495,16 +505,17 @@ class Evaluation:
         wanted = self.options.launch_evidence or self.options.launch_rules
         launches = LaunchWatch() if profile and wanted and self.device == "cuda" else None
         watching = launches is not None and launches.start(self.candidate.main_pid)
-        start = time.perf_counter_ns()
-        if inside_clock:
-            self.candidate.thaw()
-        self.to_candidate(message, fds=[fd] if fd is not None else ())
-        try:
-            done = self.receive(m.BatchDone, self.stage, self.options.timeout_s)
-        finally:
-            if launches is not None:
-                record.launches = launches.stop() if watching else LaunchCounts(False, launches.refused)
-        record.candidate_ms = (time.perf_counter_ns() - start) / 1e6
+        with self._contention_watched("candidate", self.candidate_pids):
+            start = time.perf_counter_ns()
+            if inside_clock:
+                self.candidate.thaw()
+            self.to_candidate(message, fds=[fd] if fd is not None else ())
+            try:
+                done = self.receive(m.BatchDone, self.stage, self.options.timeout_s)
+            finally:
+                if launches is not None:
+                    record.launches = launches.stop() if watching else LaunchCounts(False, launches.refused)
+            record.candidate_ms = (time.perf_counter_ns() - start) / 1e6
         self.done_at = time.perf_counter_ns()
         if self.device == "cpu":
             # Frozen at 'done': a thread still writing now leaves its outputs unfinished for the read below.
@@ -638,7 +649,8 @@ class Evaluation:
             readback_lag_ms=getattr(self, "readback_lag_ms", None),
             cpu_past_clock_ms=round(self.past_clock_ms, 3) if self.device == "cpu" else None,
         )
-        timing.verified = low > options.threshold and reproduced
+        contended = self._contention(timing)
+        timing.verified = low > options.threshold and reproduced and not contended
         self._roofline(timing)
         if options.compile_baseline:
             self._against_compile(timing)
@@ -653,6 +665,24 @@ class Evaluation:
             self.result.reasons.append(reason(rules.NOT_REPRODUCED, f"{said}; both measurements are pooled, "
                                                                     "unverified"))
         self._check_cores(timing, cpu_s, wall_s)
+
+    def _contention(self, timing: TimingResult) -> bool:
+        """Records how long the sides waited for their cores while their batches were clocked, the larger
+        share of the two (a load that falls on one side's batches moves the speedup most); True (and a
+        reason) when it marks the timing contended: then no speedup is verified from it."""
+        shares = [c.share() for c in self.contention.values() if c.share() is not None]
+        if not shares:
+            return False
+        timing.cpu_wait_share = round(max(shares), 4)
+        timing.contended = timing.cpu_wait_share > self.options.max_contention
+        if timing.contended:
+            self.result.reasons.append(reason(
+                rules.CONTENDED, f"other processes held the timing's core(s) {sorted(self.cores)}: a side "
+                                 f"waited for a CPU {timing.cpu_wait_share:.0%} of its timed batches' core "
+                                 f"time (more than {self.options.max_contention:.0%}); the timing is marked "
+                                 "contended and its speedup is not verified (judge it again on a quieter "
+                                 "machine)"))
+        return timing.contended
 
     @contextlib.contextmanager
     def _on_timing_core(self):
@@ -676,6 +706,9 @@ class Evaluation:
         with _timed_outputs_checked():
             for _ in range(options.warmup):
                 self._next_batch(calls)
+            if self.device == "cpu":  # from the first timed batch on, across a second timing too
+                self.contention = {side: SideContention(len(self.cores))
+                                   for side in ("reference", "candidate")}
             ref_ms, cand_ms, cpu_s, wall_s = self._rounds(calls, round_trip)
         speedup, low, _ = speedup_interval(ref_ms, cand_ms)
         repeat = second_timing_needed(speedup, low, options)

@@ -170,3 +170,13 @@ def test_no_code_is_reported_as_charged_never_as_not_judged():
     assert "Turns without a verdict of the judge (no_code: 1)" in text
     assert "never evaluated, but the agent's failed turn: charged" in text
     assert "Turns not judged" not in text
+
+
+def test_timings_marked_contended_are_counted_and_said():
+    """A busy machine's timings verify nothing (issue 47): the report says how many there were."""
+    record = _rec("s/L1/a", 1, "act", True, 1.3)
+    record["turns"][0]["reasons"] = ["contended: other processes held the timing's core(s) [0]"]
+    summary = summarize([record, _rec("s/L2/d", 2, "gemm", True, 1.2)], TASKS)
+    assert summary["contended"] == 1
+    assert "Timings marked contended" in render_markdown(summary)
+    assert summarize(RECORDS, TASKS)["contended"] == 0

@@ -52,3 +52,18 @@ def test_a_cache_hit_marks_the_entry_used(tmp_path, monkeypatch):
     os.utime(folder, (1, 1))
     again, cached = serve.serve(request, 120)
     assert cached and again.path == built.path and folder.stat().st_mtime > time.time() - 60
+
+
+def test_a_native_build_is_cached_per_instruction_set(monkeypatch):
+    """C++ is built with -march=native: a library from a host with AVX-512 dies of SIGILL on one without, and
+    one from a host without it ran the bundled L3 kernels 20-40x slower on one with it (issue 47). A cache
+    shared between hosts must not hand one host's build to the other."""
+    from kernelgym import kernels
+
+    request = kernels.BuildRequest("cpp", "extern \"C\" void f() {}", kernels.CPP_FLAGS)
+    monkeypatch.setattr(kernels, "cpu_features", lambda: "avx avx2 avx512f fma sse4_2")
+    with_avx512 = request.key
+    monkeypatch.setattr(kernels, "cpu_features", lambda: "avx avx2 fma sse4_2")
+    assert request.key != with_avx512
+    monkeypatch.setattr(kernels, "cpu_features", lambda: "avx avx2 avx512f fma sse4_2")
+    assert request.key == with_avx512

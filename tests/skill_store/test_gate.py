@@ -26,7 +26,9 @@ CONV_TASK = "bundled/L2/6_Conv2d_MaxPool_HardSwish"
 PASSTHROUGH = SOLUTIONS / "cheats" / "cpp" / "level1" / "1_ReLU__pytorch_passthrough.py"
 SLOW = Path(__file__).with_name("solutions") / "relu_slow.py"
 RELU = "bundled/L1/1_ReLU"
-FAST_TIMING = {"timing_budget_s": 1.0}  # shorter timing per run; the interval is still computed
+# shorter timing per run (the interval is still computed); a shared machine's load does not withhold the
+# verification these tests ask for (tests/evaluation/test_contention.py judges that)
+FAST_TIMING = {"timing_budget_s": 1.0, "max_contention": 1.0}
 
 
 def candidate(skill_id, path, task_ids=(RELU,), **skill):
