@@ -89,6 +89,8 @@ class Pipeline:
             # use the GPU, so the verdict is the judge's failure and the worker must be replaced.
             result.verdict = Verdict.INFRASTRUCTURE_ERROR
             result.reasons.append(reason(rules.JUDGE_FAILED, "the worker's own process initialized CUDA"))
+        # The reasons that decided the verdict first, informational ones (a contended timing...) after them.
+        result.reasons.sort(key=lambda r: Reason.parse(r).verdict is not result.verdict)
         result.wall_s = round(time.monotonic() - started, 3)
         return result
 

@@ -42,6 +42,9 @@ class ScriptedReference:
     def receive(self, deadline: float):
         return self.replies.pop(0), [], []
 
+    def tree(self) -> list[int]:  # its processes: none real here
+        return []
+
 
 class ScriptedCandidate:
     def __init__(self, log: Log):
@@ -91,6 +94,7 @@ def gpu_evaluation(log: Log) -> stages.Evaluation:
     evaluation.candidate = ScriptedCandidate(log)
     evaluation.reference = ScriptedReference(log, evaluation.candidate)
     evaluation.watch, evaluation.batches = NoWatch(), 0
+    evaluation.contention = {}  # the CPU's cores-waited record: none on a GPU
     evaluation.batch_parts_s = dict.fromkeys(stages._BATCH_PARTS, 0.0)
     evaluation.atol = evaluation.rtol = 1e-4
     return evaluation
