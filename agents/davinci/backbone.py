@@ -85,12 +85,18 @@ class Backbone:
             return torch.autocast(device_type=device, dtype=torch.bfloat16)
         return contextlib.nullcontext()
 
+    @property
+    def holds_timing_slot(self) -> bool:
+        """True where `exclusive()` holds the GPU's timing slot, so the judge can build and check replies
+        while this backbone generates more without a candidate ever being timed beside it."""
+        return bool(self.config.exclusive_gpu and str(self.config.device).startswith("cuda"))
+
     @contextlib.contextmanager
     def exclusive(self):
         """Hold the GPU's timing slot while the policy's own kernels run there (`exclusive_gpu`): a candidate
         timed beside generation or a training step would be timed against them. A no-op on the CPU, where
         the judge's timed processes have cores of their own."""
-        if not (self.config.exclusive_gpu and str(self.config.device).startswith("cuda")):
+        if not self.holds_timing_slot:
             yield
             return
         import torch

@@ -217,11 +217,14 @@ class EpisodeRunner:
                       and (r.teacher.policy_replies is None or r.index < len(r.teacher.policy_replies))]
             if not active:
                 break
-            # Chunk by chunk: a chunk's replies go to the judge as soon as they are generated, and build and
-            # check there while the next chunk generates (every reply still comes from the same weights).
+            # Chunk by chunk. Where the backbone holds the GPU's timing slot while it generates, a chunk's
+            # replies go to the judge at once and build and check there while the next chunk generates
+            # (every reply still comes from the same weights); elsewhere (the CPU) generation would share
+            # the cores the candidates are timed on, so every chunk is generated first.
             chunk = max(1, c.generation_batch)
+            overlap = self.backbone is not None and self.backbone.holds_timing_slot
             with ThreadPoolExecutor(max_workers=len(active), thread_name_prefix="davinci-step") as ex:
-                judged = []
+                judged, waiting = [], []
                 for start in range(0, len(active), chunk):
                     rows = active[start:start + chunk]
                     messages = [roles.policy_messages(r.obs["prompt"], r.skills,
@@ -230,7 +233,11 @@ class EpisodeRunner:
                     texts = [r.teacher.policy_replies[r.index] if r.teacher.policy_replies is not None
                              else None for r in rows]
                     turns = self._turns("policy", messages, texts, c.policy_tokens)
-                    judged += [ex.submit(self._step, r, t) for r, t in zip(rows, turns, strict=True)]
+                    waiting += zip(rows, turns, strict=True)
+                    if overlap:
+                        judged += [ex.submit(self._step, r, t) for r, t in waiting]
+                        waiting = []
+                judged += [ex.submit(self._step, r, t) for r, t in waiting]
                 for future in judged:
                     future.result()
         for r in rollouts:

@@ -133,12 +133,13 @@ class _Timeline(_Counting):
         return out
 
 
-def test_a_chunks_replies_go_to_the_judge_while_the_next_chunk_generates(backbone, tmp_path, pool):
-    """With more rollouts than `generation_batch`, the first chunk's env steps start before the second
-    chunk's generate call ends (on a GPU its candidates build and check meanwhile), and every rollout
-    still gets exactly one judged policy turn."""
+def _chunked_step(backbone, pool, monkeypatch, holds_timing_slot: bool):
+    """Four one-turn episodes generated two at a time; (events, trajectories)."""
     import time
 
+    from kernelgym.agents.davinci.backbone import Backbone
+
+    monkeypatch.setattr(Backbone, "holds_timing_slot", holds_timing_slot)  # as on a GPU, or the CPU
     events = []
     runner = _runner(_Timeline(backbone, events), None, pool, generation_batch=2, skills=False)
     runner.config.max_turns = 1
@@ -157,9 +158,24 @@ def test_a_chunks_replies_go_to_the_judge_while_the_next_chunk_generates(backbon
     assert all(len(t.verdicts) == 1 for t in trajs)
     assert [(e[1], e[2]) for e in events if e[0] == "generate"] == [(0, "start"), (0, "end"), (1, "start"),
                                                                     (1, "end")]
+    return events, trajs
+
+
+def test_where_the_policy_holds_the_timing_slot_a_chunk_is_judged_while_the_next_generates(
+        backbone, pool, monkeypatch):
+    """On a GPU (the backbone holds the timing slot while it generates), the first chunk's env steps start
+    before the second chunk's generate call ends: its candidates build and check meanwhile."""
+    events, _ = _chunked_step(backbone, pool, monkeypatch, holds_timing_slot=True)
     second_chunk_done = next(e[3] for e in events if e[:3] == ("generate", 1, "end"))
-    first_step = min(e[3] for e in events if e[0] == "step")
-    assert first_step < second_chunk_done
+    assert min(e[3] for e in events if e[0] == "step") < second_chunk_done
+
+
+def test_on_the_cpu_every_chunk_is_generated_before_any_reply_is_judged(backbone, pool, monkeypatch):
+    """On the CPU generation would share the cores the candidates are timed on: no step starts before the
+    last generate call ends."""
+    events, _ = _chunked_step(backbone, pool, monkeypatch, holds_timing_slot=False)
+    last_chunk_done = next(e[3] for e in events if e[:3] == ("generate", 1, "end"))
+    assert min(e[3] for e in events if e[0] == "step") > last_chunk_done
 
 
 @pytest.mark.slow
