@@ -69,6 +69,7 @@ if TYPE_CHECKING:
 _BATCH_PARTS = ("inputs", "map", "run", "check")
 # A stopped tree's threads may still finish taking their stop (kernel time, microseconds each).
 STOPPED_CPU_ALLOWANCE_S = 0.002
+STOP_SETTLE_LIMIT_S = 1.0  # a stop pending on a busy machine: measured at 2 s and more (workers/process.py)
 # An input set's copies on a GPU: the reference's own, its pristine copy, the buffers the candidate maps, and
 # one of slack for the caching allocator's rounding (the CPU's budget is a flat 1 GiB).
 INPUT_COPIES = 4
@@ -411,7 +412,10 @@ class Evaluation:
             for side in order:
                 if side == "reference":
                     self._hold_candidate()
-                    stopped_cpu = self._candidate_cpu_s() if self.watch.cgroup is not None else None
+                    stopped_cpu = None
+                    if self.watch.cgroup is not None:  # counted once every stop has landed and been charged
+                        self.candidate.settle(STOP_SETTLE_LIMIT_S)
+                        stopped_cpu = self._candidate_cpu_s()
                     record.reference_ms = self._run_reference(record.number, inputs, fd)
                     if stopped_cpu is not None:
                         self._require_stopped(self._candidate_cpu_s() - stopped_cpu)

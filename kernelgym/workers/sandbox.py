@@ -65,7 +65,75 @@ def enter(eval_dir: str, output_fd: int, config: SandboxConfig, uses_gpu: bool,
     elif config.drop_privileges:
         notes.append("not root: the candidate runs as the caller's user (its files are reachable; trusted "
                      "processes are still unreadable: they are not dumpable)")
+    if not uses_gpu:
+        notes += keep_written_pages()
     return notes
+
+
+# seccomp: the syscalls that could drop a written page of the input arena, by architecture
+_AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
+_NR = {"x86_64": {"madvise": 28, "mremap": 25, "process_madvise": 440},
+       "aarch64": {"madvise": 233, "mremap": 216, "process_madvise": 440}}
+DROPPING_ADVICE = (4, 24, 102)  # MADV_DONTNEED, MADV_DONTNEED_LOCKED, MADV_GUARD_INSTALL (zaps the range)
+MREMAP_DONTUNMAP = 4
+PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
+
+
+def keep_written_pages() -> list[str]:
+    """CPU candidates: a page of the input arena the candidate wrote stays its private copy, where the
+    worker's read of its page tables finds it (outputs.py). The calls that would drop such a copy, so that
+    the page maps the file's original again (madvise's DONTNEED kinds, mremap's DONTUNMAP, process_madvise on
+    itself), fail with EPERM: a kernel filter set before any candidate code, which nothing in its tree can
+    lift. Seen before it: ReLU in place in the input, then MADV_DONTNEED, judged ok. glibc's own such calls
+    only hand memory back early and it goes on when they fail. (io_uring's IORING_OP_MADVISE is no syscall:
+    the filter does not see it.)"""
+    import platform
+
+    machine = platform.machine()
+    if machine not in _NR:
+        return [f"input pages may be dropped unseen on {machine} (no seccomp filter for it)"]
+    nr = _NR[machine]
+    ld, jeq, jset, ja, ret = 0x20, 0x15, 0x45, 0x05, 0x06  # BPF_LD|W|ABS, JMP|JEQ|K, JMP|JSET|K, JA, RET|K
+
+    def arg(i: int) -> int:  # where seccomp_data.args[i]'s low word is (little-endian)
+        return 16 + 8 * i
+
+    # (code, label if true, label if false, k); a jump names the label it goes to
+    program = [(ld, None, None, 4), (jeq, None, "allow", _AUDIT_ARCH[machine]), (ld, None, None, 0),
+               (jeq, "madvise", None, nr["madvise"]), (jeq, "process_madvise", None, nr["process_madvise"]),
+               (jeq, "mremap", "allow", nr["mremap"]),
+               "madvise", (ld, None, None, arg(2)), (ja, None, None, "advice"),
+               "process_madvise", (ld, None, None, arg(3)),
+               "advice", *[(jeq, "deny", None, advice) for advice in DROPPING_ADVICE],
+               (ja, None, None, "allow"),
+               "mremap", (ld, None, None, arg(3)), (jset, "deny", "allow", MREMAP_DONTUNMAP),
+               "allow", (ret, None, None, 0x7FFF0000),  # SECCOMP_RET_ALLOW
+               "deny", (ret, None, None, 0x00050000 | 1)]  # SECCOMP_RET_ERRNO | EPERM
+    at, index = {}, 0
+    for item in program:
+        if isinstance(item, str):
+            at[item] = index
+        else:
+            index += 1
+    code = [item for item in program if not isinstance(item, str)]
+
+    def skip(pc: int, label) -> int:
+        return 0 if label is None else at[label] - pc - 1
+
+    class Filter(ctypes.Structure):
+        _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8),
+                    ("k", ctypes.c_uint32)]
+
+    class Program(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(Filter))]
+
+    filters = (Filter * len(code))(*[
+        Filter(op, skip(pc, yes), skip(pc, no), skip(pc, k) if op == ja else k)
+        for pc, (op, yes, no, k) in enumerate(code)])
+    _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)  # (set already where privileges were dropped)
+    if _libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(Program(len(code), filters)), 0, 0):
+        return [f"input pages may be dropped unseen (seccomp refused, errno {ctypes.get_errno()})"]
+    return []
 
 
 def enter_namespaces(config: SandboxConfig, uses_gpu: bool) -> tuple[list[str], bool]:

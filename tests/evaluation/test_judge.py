@@ -122,6 +122,17 @@ def test_cheats_get_no_credit(pool, relu, name):
     assert result.speedup is None and result.verified_speedup is None
 
 
+def test_input_writes_stay_seen_when_the_pages_are_dropped(pool, relu):
+    """Issue 43: ReLU in place in the input's pages, then MADV_DONTNEED and a read, left the input mapping
+    showing the sealed file's pages again: judged ok (0.27x). The sandbox refuses the drop."""
+    from pathlib import Path
+
+    cheat = Path(__file__).parents[1] / "adversarial" / "cpp_inputs_written_then_dropped.py"
+    result = pool.evaluate(relu, cheat.read_text(), backend="cpp")
+    assert result.verdict is Verdict.HACK, (result.reasons, result.output_tail[-500:])
+    assert result.reasons[0].rule == "inputs_modified"
+
+
 def test_an_output_kept_on_self_is_honest(pool, relu):
     """Style is not evidence: remembering the last output (or a workspace) on self is no cheat."""
     source = KERNEL + '''
