@@ -100,7 +100,8 @@ EXTRA_CORES = _rule("extra_cores", H,
                     "while the candidate is stopped (io_uring's workers) and slow the reference",
                     "CPU time of the candidate's whole process tree during its timed batches: its cgroup's "
                     "(every thread, exited ones included, to the ns; a cpuset it cannot widen), else /proc; "
-                    "with a cgroup, also across each reference batch, which must stay under 2 ms")
+                    "with a cgroup, also across each reference batch (counted once every thread's stop "
+                    "has landed and been charged), which must stay under 2 ms")
 NOT_REPRODUCED = _rule("not_reproduced", Verdict.OK, "(informational) a speedup that does not hold in a "
                        "second timing is not verified", "a second timing of both sides")
 CONTENDED = _rule("contended", Verdict.OK, "(informational) a timing on cores that other processes held "
