@@ -33,27 +33,25 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from kernelgym.evaluation.ip_sampler import (
-    _ATTR_DISABLED,
-    _ATTR_EXCLUDE_HV,
-    _ATTR_EXCLUDE_KERNEL,
-    _REFUSED,
-    _SYSCALL_PERF_EVENT_OPEN,
+from kernelgym.evaluation.ip_sampler import UNMAPPED, _thread_ids, executable_mappings_at
+from kernelgym.evaluation.perf_events import (
+    ATTR_DISABLED,
+    ATTR_EXCLUDE_HV,
+    ATTR_EXCLUDE_KERNEL,
     PERF_EVENT_IOC_DISABLE,
     PERF_FLAG_FD_CLOEXEC,
     PERF_RECORD_LOST,
     PERF_RECORD_SAMPLE,
     PERF_SAMPLE_IP,
     PERF_SAMPLE_TID,
-    UNMAPPED,
+    REFUSED,
+    SYSCALL_PERF_EVENT_OPEN,
+    PerfEventAttr,
     PerfEvents,
     PerfUnavailable,
-    _libc,
-    _PerfEventAttr,
-    _refusal_reason,
-    _Ring,
-    _thread_ids,
-    executable_mappings_at,
+    Ring,
+    libc,
+    refusal_reason,
 )
 from kernelgym.evaluation.symbols import symbols
 
@@ -115,23 +113,23 @@ class CallProbe(PerfEvents):
         path = ctypes.create_string_buffer(self.library.encode())  # read by the kernel during the call only
         config, config1, config2 = ((tracepoint, 0, 0) if probe_type == PERF_TYPE_TRACEPOINT else
                                     (0, ctypes.addressof(path), offset))
-        attr = _PerfEventAttr(type=probe_type, size=ctypes.sizeof(_PerfEventAttr), config=config,
-                              sample_period=1,
-                              sample_type=PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_STACK_USER,
-                              config1=config1, config2=config2, sample_stack_user=STACK_BYTES)
-        attr.flags = _ATTR_DISABLED | _ATTR_EXCLUDE_HV | _ATTR_EXCLUDE_KERNEL  # not inherited: see the class
-        number = _SYSCALL_PERF_EVENT_OPEN.get(platform.machine())
+        attr = PerfEventAttr(type=probe_type, size=ctypes.sizeof(PerfEventAttr), config=config,
+                             sample_period=1,
+                             sample_type=PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_STACK_USER,
+                             config1=config1, config2=config2, sample_stack_user=STACK_BYTES)
+        attr.flags = ATTR_DISABLED | ATTR_EXCLUDE_HV | ATTR_EXCLUDE_KERNEL  # not inherited: see the class
+        number = SYSCALL_PERF_EVENT_OPEN.get(platform.machine())
         if number is None:
             raise PerfUnavailable(f"perf_event_open: no syscall number known for {platform.machine()}")
-        fd = _libc.syscall(number, ctypes.byref(attr), tid, -1, -1, PERF_FLAG_FD_CLOEXEC)
+        fd = libc.syscall(number, ctypes.byref(attr), tid, -1, -1, PERF_FLAG_FD_CLOEXEC)
         if fd < 0:
             err = ctypes.get_errno()
             if err == errno.ESRCH:  # the thread exited since the scan
                 return
-            if err in _REFUSED | {errno.EINVAL}:
-                raise PerfUnavailable(_refusal_reason(err).replace("perf_event_open", "a uprobe"))
+            if err in REFUSED | {errno.EINVAL}:
+                raise PerfUnavailable(refusal_reason(err).replace("perf_event_open", "a uprobe"))
             raise OSError(err, os.strerror(err))
-        self._rings.append(_Ring(tid, fd, self.ring_pages))
+        self._rings.append(Ring(tid, fd, self.ring_pages))
 
     def stop(self, close: bool = True) -> CallCounts:
         """Disable, read every record, attribute each call to its caller's file, and close (unless the
@@ -177,7 +175,7 @@ def _tracefs() -> str | None:
         if os.access(os.path.join(root, "uprobe_events"), os.W_OK):
             return root
     if os.geteuid() == 0 and os.path.isdir(TRACEFS[0]):
-        mount = _libc.mount
+        mount = libc.mount
         mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_void_p]
         if mount(b"nodev", TRACEFS[0].encode(), b"tracefs", 0, None) == 0 and \
                 os.access(os.path.join(TRACEFS[0], "uprobe_events"), os.W_OK):
