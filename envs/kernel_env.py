@@ -47,6 +47,7 @@ from kernelgym.errors import (
     TaskNotFoundError,
 )
 from kernelgym.evaluation import rules
+from kernelgym.evaluation.feedback import render_feedback
 from kernelgym.evaluation.options import DTYPES, EvalOptions
 from kernelgym.evaluation.result import EvalResult, Verdict
 from kernelgym.evaluation.rules import reason
@@ -288,7 +289,7 @@ class KernelEnv(gym.Env[Observation, Action]):
             result = self._evaluate(ep, parsed.code)
             ep.evaluations += 1
             reward, verdict = float(self._reward_fn(result, state)), result.verdict.value
-            ep.feedback = result.to_feedback(self.config.max_feedback_chars)
+            ep.feedback = render_feedback(result, self.config.max_feedback_chars)
         not_judged = result is not None and not judged(result)
         reward = self._not_judged(ep) if not_judged else self._record(ep, result, parsed.code) or reward
         ep.rewards.append(reward)
