@@ -150,5 +150,5 @@ def test_no_import_circle_through_imports_inside_functions():
 
 def test_no_file_over_its_line_limit():
     over = long_files()
-    assert not over, (f"files over {MAX_LINES} lines (the judge's, kernelgym/evaluation and kernelgym/workers, "
-                      f"over {JUDGE_MAX_LINES}): split them by concept: {over}")
+    assert not over, (f"files over {MAX_LINES} lines (the judge's, kernelgym/evaluation and "
+                      f"kernelgym/workers, over {JUDGE_MAX_LINES}): split them by concept: {over}")
