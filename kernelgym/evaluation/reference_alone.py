@@ -73,7 +73,7 @@ def compile_baseline_ms(machine: Machine, job: EvalJob, device: str, mode: str,
 
 def _time_reference_alone(machine: Machine, child_job: ChildJob, eval_dir: str, device: str, limit_s: float):
     from kernelgym.workers import protocol
-    from kernelgym.workers.reference_side import run_baseline
+    from kernelgym.workers.baseline_side import run_baseline
 
     with locks.timing_slot(device):
         child = EvalProcess(run_baseline, child_job, eval_dir, machine.sandbox, device == "cuda")

@@ -31,7 +31,8 @@ from kernelgym.evaluation.timing import (
 )
 from kernelgym.stats import median
 from kernelgym.workers import messages as m
-from kernelgym.workers.process import Died, pin_threads
+from kernelgym.workers.process import Died
+from kernelgym.workers.procfs import pin_threads
 
 
 def measure(ev: Evaluation, calls: int, round_trip: float) -> tuple:

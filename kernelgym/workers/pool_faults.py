@@ -1,0 +1,55 @@
+"""Faults of the judge, never the candidate's: how the pool tells them (a worker that died or hung, the
+pipeline's `infrastructure_error`, a full disk, the kernel's OOM killer), what it answers when its re-runs
+are spent, and its count of them."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from kernelgym.evaluation.job import EvalJob
+from kernelgym.evaluation.result import EvalResult, Verdict
+from kernelgym.evaluation.rules import Reason
+
+
+def spoiled(result: EvalResult) -> bool:
+    """The judge failed, not the candidate (e.g. the worker's own process touched the CUDA driver, so forked
+    processes can no longer use the GPU): the worker is replaced and the evaluation judged again."""
+    return result.verdict is Verdict.INFRASTRUCTURE_ERROR
+
+
+def failed_result(job: EvalJob, verdict: Verdict, reason: str) -> EvalResult:
+    """`reason` is "rule: message" with a rule of the catalogue (kernelgym.evaluation.rules)."""
+    return EvalResult(job.task_id, job.backend, job.size, verdict, [Reason.parse(reason)])
+
+
+# Verdicts a full disk or a host out of memory can produce in an honest evaluation (a build or a process
+# killed, a write that failed); a wrong output or a rejected hack is never their doing.
+RESOURCE_VERDICTS = (Verdict.COMPILE_ERROR, Verdict.RUNTIME_ERROR, Verdict.CRASH, Verdict.TIMEOUT)
+
+
+def oom_kills() -> int:
+    """The kernel's count of OOM kills since boot (host and cgroup limits alike); -1 where unreadable."""
+    try:
+        with open("/proc/vmstat") as f:
+            for line in f:
+                if line.startswith("oom_kill "):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return -1
+
+
+@dataclass
+class InfraStats:
+    """What the pool did about faults of the judge, over its lifetime (read by benchmarks/soak.py)."""
+
+    rejudged: int = 0  # evaluations run again after an infrastructure fault
+    not_judged: int = 0  # evaluations answered `infrastructure_error` once the re-runs were spent
+    causes: Counter = field(default_factory=Counter)  # rule of each fault ("worker_crash", "disk_full", ...)
+
+
+def rule_of(reason: str) -> str:
+    """The rule of a reason (the pipeline's and the pool's are typed alike)."""
+    return Reason.parse(reason).rule
+
