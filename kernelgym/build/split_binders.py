@@ -13,15 +13,7 @@ from pathlib import Path
 
 from kernelgym import kernels
 from kernelgym.build import generic_binder
-from kernelgym.build.split_toolchain import (
-    Fallback,
-    SplitTimes,
-    cxx,
-    digest,
-    run_tool,
-    toolchain_id,
-    torch_cflags,
-)
+from kernelgym.build.split_toolchain import Fallback, cxx, digest, run_tool, toolchain_id, torch_cflags
 
 # The binders' own flags: fixed, so their precompiled header is shared; none, like torch's own build of them.
 BINDINGS_FLAGS: tuple[str, ...] = ()
@@ -83,12 +75,13 @@ def recorded_signatures(obj: Path, count: int) -> list[str]:
     return [found[i] for i in range(count)]
 
 
-def binder_objects(signatures: list[str], root: Path | None, times: SplitTimes, pch_future,
+def binder_objects(signatures: list[str], root: Path | None, times, pch_future,
                    generic: bool = False) -> list[Path]:
     """The objects that bind these function types: the module's init (one for all), the generic binder when
     some function's type is one it takes, and one binder per other type, each from the cache or compiled into
     it (side by side). A binder is reused by every later solution with a function of its type, whatever the
-    function's name or the other functions beside it."""
+    function's name or the other functions beside it. Its seconds and whether all came from the cache go to
+    `times` (the build's torch_ext_split.SplitTimes)."""
     flags = [*torch_cflags("kernelgym_bindings"), *BINDINGS_FLAGS]
     wanted = {"init": _BINDINGS_INIT, **({"generic": generic_binder.SOURCE} if generic else {}),
               **{_binder_key(sig): _binder_source(sig) for sig in signatures}}

@@ -13,7 +13,6 @@ import subprocess
 import sysconfig
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from kernelgym import kernels
@@ -39,24 +38,6 @@ _MISSING_DECLARATION = re.compile(
 # launcher cannot forward): the whole source is compiled instead.
 _SPLIT_ONLY_ERROR = re.compile(r"kernelgym_cuda|no matching function|ambiguous|cannot convert|"
                                r"multiple definition|redefinition")
-
-
-@dataclass
-class SplitTimes:
-    """Wall-clock seconds of each step of one split build (written next to the library as build.json)."""
-
-    light_pch_s: float = 0.0
-    user_unit_s: float = 0.0
-    cuda_unit_s: float = 0.0
-    bindings_s: float = 0.0
-    link_s: float = 0.0
-    total_s: float = 0.0
-    device_unit_s: float = 0.0
-    host_unit_s: float = 0.0
-    glue_s: float = 0.0
-    bindings_cached: bool = False
-    cuda_split: bool = False  # the CUDA source was compiled as a device unit and a host unit
-    notes: list[str] = field(default_factory=list)
 
 
 class Fallback(Exception):
@@ -92,7 +73,8 @@ STEP_TIMES = {"user": "user_unit_s", "cuda": "cuda_unit_s", "link": "link_s", "d
                "host": "host_unit_s", "glue": "glue_s"}
 
 
-def finish_compile(job: CompileJob, step: str, times: SplitTimes) -> None:
+def finish_compile(job: CompileJob, step: str, times) -> None:
+    """Wait for a compile; its seconds go to `times` (the build's torch_ext_split.SplitTimes)."""
     job.reader.join(600)
     if job.reader.is_alive():
         job.kill()
@@ -257,8 +239,9 @@ def plain_light_dir(root: Path | None) -> Path:
     return folder
 
 
-def light_header_dir(user_flags: list[str], root: Path | None, times: SplitTimes) -> Path:
-    """The light header, precompiled for these flags (built on first use; past the cap, without one).
+def light_header_dir(user_flags: list[str], root: Path | None, times) -> Path:
+    """The light header, precompiled for these flags (built on first use; past the cap, without one); the
+    seconds that took go to `times.light_pch_s` (the build's torch_ext_split.SplitTimes).
 
     gcc uses a precompiled header only when the macros it depends on, the target options, -fPIC and the debug
     level match, so the key is gcc's own list of predefined macros for the flags plus those options: -O2, -O3

@@ -31,7 +31,7 @@ import re
 import shutil
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from kernelgym import kernels
@@ -46,7 +46,6 @@ from kernelgym.build.split_binders import (
 )
 from kernelgym.build.split_toolchain import (
     Fallback,
-    SplitTimes,
     cuda_home,
     cxx,
     finish_compile,
@@ -72,6 +71,24 @@ _WANTS_FULL_HEADER = re.compile(
     r"\bpy::|\bpybind11\b|PYBIND11_|\bTHP\w+|torch::(nn|optim|data|jit|autograd|serialize|python|cuda|"
     r"Library|library)\b|TORCH_LIBRARY|torch/(all|python|nn|optim|script)\.h"
 )
+
+
+@dataclass
+class SplitTimes:
+    """Wall-clock seconds of each step of one split build (written next to the library as build.json)."""
+
+    light_pch_s: float = 0.0
+    user_unit_s: float = 0.0
+    cuda_unit_s: float = 0.0
+    bindings_s: float = 0.0
+    link_s: float = 0.0
+    total_s: float = 0.0
+    device_unit_s: float = 0.0
+    host_unit_s: float = 0.0
+    glue_s: float = 0.0
+    bindings_cached: bool = False
+    cuda_split: bool = False  # the CUDA source was compiled as a device unit and a host unit
+    notes: list[str] = field(default_factory=list)
 
 
 # Functions of the common types bound by the one prebuilt generic binder (KERNELGYM_GENERIC_BINDER=0: a
