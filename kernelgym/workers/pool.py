@@ -9,7 +9,7 @@ the evaluation runs again on a fresh worker, up to `PoolConfig.infra_retries` ti
 `Verdict.INFRASTRUCTURE_ERROR` ("not judged"). Only what the candidate's own process does is charged to it.
 
 Its configuration and what it detects of the machine: workers/pool_config.py; one worker's start, jobs and
-end: workers/pool_worker.py; the faults of the judge it tells apart: workers/pool_faults.py.
+end: workers/pool_worker.py; a judge's failure as a result, and the count of them: workers/pool_faults.py.
 """
 
 from __future__ import annotations
@@ -37,8 +37,9 @@ from kernelgym.evaluation.rules import Reason, reason
 from kernelgym.evaluation.static import static_check
 from kernelgym.tasks.task import Task
 from kernelgym.workers.pool_config import PoolConfig, gpu_count, has_gpu, scrubbed_env
-from kernelgym.workers.pool_faults import RESOURCE_VERDICTS, InfraStats, failed_result, oom_kills, rule_of
+from kernelgym.workers.pool_faults import InfraStats, failed_result, rule_of
 from kernelgym.workers.pool_worker import PoolWorker
+from kernelgym.workers.procfs import line_value
 
 
 def _static_verdict(job: EvalJob) -> EvalResult | None:
@@ -56,6 +57,19 @@ def _static_verdict(job: EvalJob) -> EvalResult | None:
                         verdict=finding.verdict or Verdict.CRASH, reasons=[finding], static=static)
     result.wall_s = round(time.monotonic() - started, 3)
     return result
+
+
+# Verdicts a full disk or a host out of memory can produce in an honest evaluation (a build or a process
+# killed, a write that failed); a wrong output or a rejected hack is never their doing.
+_RESOURCE_VERDICTS = (Verdict.COMPILE_ERROR, Verdict.RUNTIME_ERROR, Verdict.CRASH, Verdict.TIMEOUT)
+
+
+def oom_kills() -> int:
+    """The kernel's count of OOM kills since boot (host and cgroup limits alike); -1 where unreadable."""
+    try:
+        return int(line_value("/proc/vmstat", "oom_kill ") or "")
+    except ValueError:
+        return -1
 
 
 def make_job(task: Task, source: str | bytes, backend: str, size: str | None, defaults: EvalOptions,
@@ -200,7 +214,7 @@ class EvalPool:
         """Why `result` is the judge's failure rather than the candidate's, or None when it stands."""
         if result.verdict is Verdict.INFRASTRUCTURE_ERROR:  # the pipeline's word: a trusted process failed
             return str(result.reasons[0]) if result.reasons else "infrastructure_error"
-        if result.verdict not in RESOURCE_VERDICTS:
+        if result.verdict not in _RESOURCE_VERDICTS:
             return None
         full = self._disk_full()
         if full is not None:

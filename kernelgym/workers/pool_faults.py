@@ -1,6 +1,6 @@
-"""Faults of the judge, never the candidate's: how the pool tells them (a worker that died or hung, the
-pipeline's `infrastructure_error`, a full disk, the kernel's OOM killer), what it answers when its re-runs
-are spent, and its count of them."""
+"""Faults of the judge, never the candidate's: a result that spoils its worker, the answer the pool gives
+when the judge failed, and the pool's count of such faults (its checks for a full disk or a run of the
+kernel's OOM killer are EvalPool's own, in pool.py)."""
 
 from __future__ import annotations
 
@@ -21,23 +21,6 @@ def spoiled(result: EvalResult) -> bool:
 def failed_result(job: EvalJob, verdict: Verdict, reason: str) -> EvalResult:
     """`reason` is "rule: message" with a rule of the catalogue (kernelgym.evaluation.rules)."""
     return EvalResult(job.task_id, job.backend, job.size, verdict, [Reason.parse(reason)])
-
-
-# Verdicts a full disk or a host out of memory can produce in an honest evaluation (a build or a process
-# killed, a write that failed); a wrong output or a rejected hack is never their doing.
-RESOURCE_VERDICTS = (Verdict.COMPILE_ERROR, Verdict.RUNTIME_ERROR, Verdict.CRASH, Verdict.TIMEOUT)
-
-
-def oom_kills() -> int:
-    """The kernel's count of OOM kills since boot (host and cgroup limits alike); -1 where unreadable."""
-    try:
-        with open("/proc/vmstat") as f:
-            for line in f:
-                if line.startswith("oom_kill "):
-                    return int(line.split()[1])
-    except (OSError, ValueError):
-        pass
-    return -1
 
 
 @dataclass

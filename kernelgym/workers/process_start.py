@@ -13,7 +13,7 @@ import warnings
 from kernelgym.workers import messages as m
 from kernelgym.workers.candidate_side import run_candidate
 from kernelgym.workers.child import ChildJob
-from kernelgym.workers.procfs import children_of, send_signal
+from kernelgym.workers.procfs import children_of, line_value, send_signal
 from kernelgym.workers.sandbox import enter, enter_namespaces, no_inspection
 
 
@@ -219,12 +219,6 @@ def _end_like(status: int) -> None:
 
 def _global_pid() -> int:
     """This process's pid as the worker sees it (the first NSpid entry, read before /proc is remounted)."""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("NSpid:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return os.getpid()
+    first = line_value("/proc/self/status", "NSpid:")
+    return int(first) if first is not None else os.getpid()
 

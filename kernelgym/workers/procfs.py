@@ -116,3 +116,15 @@ def send_signal(pid: int, sig: int) -> None:
     except (ProcessLookupError, PermissionError):
         pass
 
+
+def line_value(path: str, prefix: str) -> str | None:
+    """The first value on the first line of the /proc file `path` that starts with `prefix`; None where the
+    file is unreadable or has no such line."""
+    try:
+        with open(path) as f:
+            for line in f:
+                if line.startswith(prefix):
+                    return line.split()[1]
+    except OSError:
+        pass
+    return None
