@@ -3,6 +3,7 @@
 static -> reference -> load -> correctness -> timing -> own_code (CPU) or profile -> ncu (opt-in).
 
 Each is a function of the evaluation's state (evaluation/state.py) that returns, or ends the evaluation with
-a finding of the rules catalogue (evaluation/outcome.py, evaluation/rules.py). The stages run the solution
-only through evaluation/batch.py and talk to the two processes only through evaluation/conversation.py.
+a finding of the rules catalogue (evaluation/outcome.py, evaluation/rules.py). Every batch of the solution's
+calls goes through evaluation/batch.py; what the worker sends and receives (the candidate's builds served on
+the way, its failures named) through evaluation/conversation.py.
 """
