@@ -56,7 +56,7 @@ def bench_command(
                                           "folder of task files (levelN/ subfolders, or flat)"),
 ) -> None:
     """Run a policy over a task set (resumable: rerun the same command to continue), then report fast_p."""
-    from kernelgym.agents.bench import DEFAULT_ENV, SUITE_ENVS, BenchConfig
+    from kernelgym.agents.bench_config import DEFAULT_ENV, SUITE_ENVS, BenchConfig
 
     if baseline is None:  # a daVinci checkpoint is benched the way it was trained: skills in the prompt
         baseline = "davinci" if policy.startswith("davinci:") else "refine"

@@ -212,6 +212,7 @@ def _task_options(shapes: str, dtype: str | None) -> dict:
 
 def _eval_files(solutions: list[Path], task: str, backend: str, size: str | None, timeout: float, ncu: bool,
                 kernelbench_root: str | None, as_json: bool, options: dict) -> bool:
+    from kernelgym.evaluation.feedback import render_feedback
     from kernelgym.tasks import resolve_task
     from kernelgym.tasks.cpu_size import with_cpu_size
     from kernelgym.workers.pool import EvalPool
@@ -238,11 +239,11 @@ def _eval_files(solutions: list[Path], task: str, backend: str, size: str | None
                                                   if k in ("verdict", "compiled", "correct", "speedup",
                                                            "runtime_ms", "ref_runtime_ms", "reasons",
                                                            "task_id", "backend", "size", "wall_s")}}
-                row["feedback"] = result.to_feedback()
+                row["feedback"] = render_feedback(result)
                 typer.echo(json.dumps(row))
             else:
                 typer.echo(f"== {path}: {result.verdict.value} ({result.wall_s:.2f} s)")
-                typer.echo(result.to_feedback())
+                typer.echo(render_feedback(result))
     return all_ok
 
 

@@ -3,8 +3,8 @@
 These are for programming and configuration mistakes made by the *caller* (an unknown task id, a missing
 KernelBench checkout). A bad *submission* is never an exception: it is data, an `EvalResult` with a verdict.
 Errors defined next to the code that raises them (`kernels.BuildError`, `workers.protocol.ProtocolError`,
-`agents.bench.BenchError`, `agents.policies.openai_compat.EndpointError`) derive from `KernelGymError` too,
-so `except KernelGymError` catches everything kernelgym raises on purpose.
+`agents.bench_config.BenchError`, `agents.policies.openai_compat.EndpointError`) derive from `KernelGymError`
+too, so `except KernelGymError` catches everything kernelgym raises on purpose.
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ import pytest
 from typer.testing import CliRunner
 
 from kernelgym.cli import app
+from kernelgym.evaluation.feedback import render_feedback
 
 
 def _rows(result):
@@ -40,4 +41,4 @@ def test_compile_baseline_is_cached_and_used_by_evaluations(tmp_path, monkeypatc
         result = pool.evaluate(task, example.source, backend="cpp", compile_baseline=True)
     assert result.timing.compile_baseline_cached
     assert result.timing.compile_ms == pytest.approx(measured.timing.compile_ms, abs=1e-6)
-    assert result.timing.speedup_vs_compile > 0 and "torch.compile" in result.to_feedback()
+    assert result.timing.speedup_vs_compile > 0 and "torch.compile" in render_feedback(result)

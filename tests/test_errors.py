@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from kernelgym.agents import baselines
-from kernelgym.agents.bench import BenchError, expand_env_ids
+from kernelgym.agents.bench_config import BenchError
+from kernelgym.agents.bench_plan import expand_env_ids
 from kernelgym.agents.policies import make_policy
 from kernelgym.agents.policies.openai_compat import EndpointError
 from kernelgym.errors import ConfigError, KernelGymError, TaskNotFoundError, did_you_mean

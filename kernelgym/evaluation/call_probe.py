@@ -33,28 +33,8 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from kernelgym.evaluation.ip_sampler import (
-    _ATTR_DISABLED,
-    _ATTR_EXCLUDE_HV,
-    _ATTR_EXCLUDE_KERNEL,
-    _REFUSED,
-    _SYSCALL_PERF_EVENT_OPEN,
-    PERF_EVENT_IOC_DISABLE,
-    PERF_FLAG_FD_CLOEXEC,
-    PERF_RECORD_LOST,
-    PERF_RECORD_SAMPLE,
-    PERF_SAMPLE_IP,
-    PERF_SAMPLE_TID,
-    UNMAPPED,
-    PerfEvents,
-    PerfUnavailable,
-    _libc,
-    _PerfEventAttr,
-    _refusal_reason,
-    _Ring,
-    _thread_ids,
-    executable_mappings_at,
-)
+from kernelgym.evaluation import perf_events as perf
+from kernelgym.evaluation.ip_sampler import UNMAPPED, _thread_ids, executable_mappings_at
 from kernelgym.evaluation.symbols import symbols
 
 PERF_SAMPLE_STACK_USER = 1 << 13
@@ -78,7 +58,7 @@ class CallCounts:
         return sum(self.calls_by_function.values())
 
 
-class CallProbe(PerfEvents):
+class CallProbe(perf.PerfEvents):
     """Counts calls of `functions` (names in `library`'s symbol table) by the threads `pid` has at start.
 
     A thread born while probing is not counted, and the events cannot follow it: a perf-PMU uprobe names its
@@ -102,7 +82,7 @@ class CallProbe(PerfEvents):
         table = symbols(self.library)
         self._offsets = table.file_offsets(self.functions) if table else {}
         if not self._offsets:
-            raise PerfUnavailable(f"none of {list(self.functions)} is a function of {self.library}")
+            raise perf.PerfUnavailable(f"none of {list(self.functions)} is a function of {self.library}")
         # A uprobe defined once in tracefs, opened as a tracepoint, closes at once; one made through the
         # uprobe PMU is unregistered at each close, ~88 ms apiece and serialized (launch_watch_cost.py).
         tracepoints = {o: _tracepoint(self.library, o) for o in self._offsets.values()}
@@ -115,23 +95,24 @@ class CallProbe(PerfEvents):
         path = ctypes.create_string_buffer(self.library.encode())  # read by the kernel during the call only
         config, config1, config2 = ((tracepoint, 0, 0) if probe_type == PERF_TYPE_TRACEPOINT else
                                     (0, ctypes.addressof(path), offset))
-        attr = _PerfEventAttr(type=probe_type, size=ctypes.sizeof(_PerfEventAttr), config=config,
-                              sample_period=1,
-                              sample_type=PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_STACK_USER,
-                              config1=config1, config2=config2, sample_stack_user=STACK_BYTES)
-        attr.flags = _ATTR_DISABLED | _ATTR_EXCLUDE_HV | _ATTR_EXCLUDE_KERNEL  # not inherited: see the class
-        number = _SYSCALL_PERF_EVENT_OPEN.get(platform.machine())
+        sample_type = perf.PERF_SAMPLE_IP | perf.PERF_SAMPLE_TID | PERF_SAMPLE_STACK_USER
+        attr = perf.PerfEventAttr(type=probe_type, size=ctypes.sizeof(perf.PerfEventAttr), config=config,
+                                  sample_period=1, sample_type=sample_type,
+                                  config1=config1, config2=config2, sample_stack_user=STACK_BYTES)
+        # not inherited: see the class
+        attr.flags = perf.ATTR_DISABLED | perf.ATTR_EXCLUDE_HV | perf.ATTR_EXCLUDE_KERNEL
+        number = perf.SYSCALL_PERF_EVENT_OPEN.get(platform.machine())
         if number is None:
-            raise PerfUnavailable(f"perf_event_open: no syscall number known for {platform.machine()}")
-        fd = _libc.syscall(number, ctypes.byref(attr), tid, -1, -1, PERF_FLAG_FD_CLOEXEC)
+            raise perf.PerfUnavailable(f"perf_event_open: no syscall number known for {platform.machine()}")
+        fd = perf.libc.syscall(number, ctypes.byref(attr), tid, -1, -1, perf.PERF_FLAG_FD_CLOEXEC)
         if fd < 0:
             err = ctypes.get_errno()
             if err == errno.ESRCH:  # the thread exited since the scan
                 return
-            if err in _REFUSED | {errno.EINVAL}:
-                raise PerfUnavailable(_refusal_reason(err).replace("perf_event_open", "a uprobe"))
+            if err in perf.REFUSED | {errno.EINVAL}:
+                raise perf.PerfUnavailable(perf.refusal_reason(err).replace("perf_event_open", "a uprobe"))
             raise OSError(err, os.strerror(err))
-        self._rings.append(_Ring(tid, fd, self.ring_pages))
+        self._rings.append(perf.Ring(tid, fd, self.ring_pages))
 
     def stop(self, close: bool = True) -> CallCounts:
         """Disable, read every record, attribute each call to its caller's file, and close (unless the
@@ -140,7 +121,7 @@ class CallProbe(PerfEvents):
             if self.refused:
                 return CallCounts(available=False, reason=self.refused)
             for ring in self._rings:
-                fcntl.ioctl(ring.fd, PERF_EVENT_IOC_DISABLE, 0)
+                fcntl.ioctl(ring.fd, perf.PERF_EVENT_IOC_DISABLE, 0)
             records = b"".join(ring.take() for ring in self._rings)
             return self._counts(records)
         finally:
@@ -154,9 +135,9 @@ class CallProbe(PerfEvents):
         functions: Counter = Counter()
         lost = 0
         for kind, body in _records(records):
-            if kind == PERF_RECORD_LOST:
+            if kind == perf.PERF_RECORD_LOST:
                 lost += struct.unpack_from("<Q", body, 8)[0]
-            elif kind == PERF_RECORD_SAMPLE:
+            elif kind == perf.PERF_RECORD_SAMPLE:
                 ip, _, _, size = struct.unpack_from("<QIIQ", body)
                 returns_to = struct.unpack_from("<Q", body, 24)[0] if size >= 8 else None
                 path, offset = _where(ip, maps)
@@ -177,7 +158,7 @@ def _tracefs() -> str | None:
         if os.access(os.path.join(root, "uprobe_events"), os.W_OK):
             return root
     if os.geteuid() == 0 and os.path.isdir(TRACEFS[0]):
-        mount = _libc.mount
+        mount = perf.libc.mount
         mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_void_p]
         if mount(b"nodev", TRACEFS[0].encode(), b"tracefs", 0, None) == 0 and \
                 os.access(os.path.join(TRACEFS[0], "uprobe_events"), os.W_OK):
@@ -226,7 +207,8 @@ def _uprobe_type() -> int:
         with open(UPROBE_TYPE_FILE) as f:
             return int(f.read())
     except (OSError, ValueError):
-        raise PerfUnavailable(f"no uprobe events on this kernel ({UPROBE_TYPE_FILE} unreadable)") from None
+        raise perf.PerfUnavailable(
+            f"no uprobe events on this kernel ({UPROBE_TYPE_FILE} unreadable)") from None
 
 
 def _records(data: bytes):

@@ -1,13 +1,10 @@
-"""EvalResult.to_feedback(): concise text an LLM can act on."""
+"""render_feedback(result): an EvalResult as concise text an LLM can act on. The result is plain data and
+knows nothing of its rendering."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from kernelgym.evaluation.result import EvalResult
 from kernelgym.evaluation.verdict import Verdict
-
-if TYPE_CHECKING:
-    from kernelgym.evaluation.result import EvalResult
 
 _HEADLINES = {
     Verdict.OK: "Correct.",

@@ -38,65 +38,43 @@ import bisect
 import ctypes
 import errno
 import fcntl
-import mmap
 import os
 import platform
 import struct
 from collections import Counter
 from dataclasses import dataclass, field
 
-# perf_event_open(2) and <linux/perf_event.h>, the few constants this module uses.
-_SYSCALL_PERF_EVENT_OPEN = {"x86_64": 298, "aarch64": 241}
-PERF_TYPE_SOFTWARE = 1
-PERF_COUNT_SW_TASK_CLOCK = 1
-PERF_SAMPLE_IP = 1 << 0
-PERF_SAMPLE_TID = 1 << 1
-PERF_FLAG_FD_CLOEXEC = 1 << 3
-PERF_EVENT_IOC_ENABLE = 0x2400  # _IO('$', 0)
-PERF_EVENT_IOC_DISABLE = 0x2401  # _IO('$', 1)
-# Bits of the attr's flag word (the C bitfield starting at `disabled`).
-_ATTR_DISABLED = 1 << 0
-_ATTR_INHERIT = 1 << 1
-_ATTR_EXCLUDE_KERNEL = 1 << 5
-_ATTR_EXCLUDE_HV = 1 << 6
-_ATTR_MMAP = 1 << 8
-# Record types and the cpu mode in a record header's misc field.
-PERF_RECORD_MMAP = 1
-PERF_RECORD_LOST = 2
-PERF_RECORD_SAMPLE = 9
-_MISC_CPUMODE_MASK = 7
-_MISC_KERNEL = 1
-# perf_event_mmap_page: where the ring's head, tail and data area are described.
-_PAGE_DATA_HEAD = 1024
-_PAGE_DATA_TAIL = 1032
-_PAGE_DATA_OFFSET = 1040
-_ROOM_FOR_A_RECORD = 64
+from kernelgym.evaluation.perf_events import (
+    ATTR_DISABLED,
+    ATTR_EXCLUDE_HV,
+    ATTR_EXCLUDE_KERNEL,
+    ATTR_INHERIT,
+    ATTR_MMAP,
+    MISC_CPUMODE_MASK,
+    MISC_KERNEL,
+    PERF_COUNT_SW_TASK_CLOCK,
+    PERF_EVENT_IOC_DISABLE,
+    PERF_EVENT_IOC_ENABLE,
+    PERF_FLAG_FD_CLOEXEC,
+    PERF_RECORD_LOST,
+    PERF_RECORD_MMAP,
+    PERF_RECORD_SAMPLE,
+    PERF_SAMPLE_IP,
+    PERF_SAMPLE_TID,
+    PERF_TYPE_SOFTWARE,
+    REFUSED,
+    SYSCALL_PERF_EVENT_OPEN,
+    PerfEventAttr,
+    PerfEvents,
+    PerfUnavailable,
+    Ring,
+    libc,
+    refusal_reason,
+)
 
 KERNEL = "[kernel]"  # a sample taken in kernel mode (only with exclude_kernel=False)
 UNMAPPED = "[unmapped at stop]"  # no executable mapping held the address when the maps were read
 ANON_EXEC = "[anon exec]"  # executable memory without a file (a JIT, or code written at run time)
-
-
-class _PerfEventAttr(ctypes.Structure):
-    # Up to sig_data (PERF_ATTR_SIZE_VER7, 128 bytes). A kernel that knows a shorter attr accepts this one
-    # as long as the bytes it does not know are zero, which they are.
-    _fields_ = [
-        ("type", ctypes.c_uint32), ("size", ctypes.c_uint32), ("config", ctypes.c_uint64),
-        ("sample_period", ctypes.c_uint64), ("sample_type", ctypes.c_uint64),
-        ("read_format", ctypes.c_uint64), ("flags", ctypes.c_uint64),
-        ("wakeup_events", ctypes.c_uint32), ("bp_type", ctypes.c_uint32),
-        ("config1", ctypes.c_uint64), ("config2", ctypes.c_uint64),
-        ("branch_sample_type", ctypes.c_uint64), ("sample_regs_user", ctypes.c_uint64),
-        ("sample_stack_user", ctypes.c_uint32), ("clockid", ctypes.c_int32),
-        ("sample_regs_intr", ctypes.c_uint64), ("aux_watermark", ctypes.c_uint32),
-        ("sample_max_stack", ctypes.c_uint16), ("reserved_2", ctypes.c_uint16),
-        ("aux_sample_size", ctypes.c_uint32), ("reserved_3", ctypes.c_uint32),
-        ("sig_data", ctypes.c_uint64),
-    ]
-
-
-class PerfUnavailable(OSError):
-    """The host refuses perf events to this process; the message is the one-line reason for the verdict."""
 
 
 @dataclass(frozen=True)
@@ -140,94 +118,31 @@ def unavailable(reason: str) -> IpSamples:
     return IpSamples(available=False, reason=reason)
 
 
-# --- perf_event_open through ctypes ---------------------------------------------------------------------
-
-_libc = ctypes.CDLL(None, use_errno=True)
-
-
-def _refusal_reason(err: int) -> str:
-    """One line for the verdict's notes: what the host refused and which permission would allow it."""
-    try:
-        with open("/proc/sys/kernel/perf_event_paranoid") as setting:
-            paranoid = setting.read().strip()
-    except OSError:
-        paranoid = "absent"
-    name = errno.errorcode.get(err, str(err))
-    if err in (errno.EACCES, errno.EPERM):
-        return (f"perf_event_open refused ({name}): sampling another process's threads needs CAP_PERFMON "
-                f"(or CAP_SYS_ADMIN) or ptrace access to it, and perf_event_paranoid <= 2 "
-                f"(it is {paranoid})")
-    return (f"perf_event_open not supported here ({name}): the kernel lacks perf events or software "
-            f"sampling (perf_event_paranoid {paranoid}; a seccomp filter can also deny the syscall)")
-
+# --- the task-clock event (evaluation/perf_events.py: the rest of perf_event_open) ----------------------
 
 def _open_event(tid: int, period_ns: int, exclude_kernel: bool, cpu: int = -1) -> int:
     """A disabled task-clock sampling event on one thread, any CPU (cpu -1), or on one CPU and then
     inherited by every thread and process the thread makes (the kernel refuses to map an inherited event
     of any CPU). Raises OSError with the errno."""
-    number = _SYSCALL_PERF_EVENT_OPEN.get(platform.machine())
+    number = SYSCALL_PERF_EVENT_OPEN.get(platform.machine())
     if number is None:
         raise PerfUnavailable(f"perf_event_open: no syscall number known for {platform.machine()}")
-    attr = _PerfEventAttr(type=PERF_TYPE_SOFTWARE, size=ctypes.sizeof(_PerfEventAttr),
-                          config=PERF_COUNT_SW_TASK_CLOCK, sample_period=period_ns,
-                          sample_type=PERF_SAMPLE_IP | PERF_SAMPLE_TID)
-    attr.flags = _ATTR_DISABLED | _ATTR_EXCLUDE_HV | _ATTR_MMAP
+    attr = PerfEventAttr(type=PERF_TYPE_SOFTWARE, size=ctypes.sizeof(PerfEventAttr),
+                         config=PERF_COUNT_SW_TASK_CLOCK, sample_period=period_ns,
+                         sample_type=PERF_SAMPLE_IP | PERF_SAMPLE_TID)
+    attr.flags = ATTR_DISABLED | ATTR_EXCLUDE_HV | ATTR_MMAP
     if exclude_kernel:
-        attr.flags |= _ATTR_EXCLUDE_KERNEL
+        attr.flags |= ATTR_EXCLUDE_KERNEL
     if cpu >= 0:
-        attr.flags |= _ATTR_INHERIT
-    fd = _libc.syscall(number, ctypes.byref(attr), tid, cpu, -1, PERF_FLAG_FD_CLOEXEC)
+        attr.flags |= ATTR_INHERIT
+    fd = libc.syscall(number, ctypes.byref(attr), tid, cpu, -1, PERF_FLAG_FD_CLOEXEC)
     if fd < 0:
         err = ctypes.get_errno()
         raise OSError(err, os.strerror(err))
     return fd
 
 
-_REFUSED = {errno.EACCES, errno.EPERM, errno.ENOENT, errno.ENOSYS, errno.EOPNOTSUPP}
-
-
-# --- the ring buffer -------------------------------------------------------------------------------------
-
-class _Ring:
-    """One event's fd and its mmap ring: a header page, then `pages` (a power of two) of records."""
-
-    def __init__(self, tid: int, fd: int, pages: int):
-        self.tid, self.fd = tid, fd
-        length = (1 + pages) * mmap.PAGESIZE
-        self.map = mmap.mmap(fd, length, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
-        offset, size = struct.unpack_from("<QQ", self.map, _PAGE_DATA_OFFSET)
-        # data_offset/data_size are filled in by kernels since 4.1; before that the data follows one page.
-        self.data_offset = offset or mmap.PAGESIZE
-        self.data_size = size or pages * mmap.PAGESIZE
-        self.overflowed = False
-
-    def take(self) -> bytes:
-        """The records written since the last take, unwrapped; frees their space for the kernel.
-
-        While the event runs this leans on x86's ordering (loads are not reordered with loads: data_head
-        is read before the records it covers; the tail is stored after them); elsewhere call it only after
-        DISABLE, as stop() does, when nothing is being written."""
-        head, tail = struct.unpack_from("<QQ", self.map, _PAGE_DATA_HEAD)
-        start, end = tail % self.data_size, head % self.data_size
-        base = self.data_offset
-        # Less room than a sample record (24 bytes) plus a LOST record: the kernel has been dropping.
-        self.overflowed |= self.data_size - (head - tail) < _ROOM_FOR_A_RECORD
-        if head - tail == 0:
-            return b""
-        if start < end:
-            chunk = self.map[base + start:base + end]
-        else:  # the records wrap around the end of the data area
-            chunk = self.map[base + start:base + self.data_size] + self.map[base:base + end]
-        struct.pack_into("<Q", self.map, _PAGE_DATA_TAIL, head)
-        return chunk
-
-    def cpu_ns(self) -> int:
-        """The event's count: the thread's CPU time (ns) while the event was enabled."""
-        return struct.unpack("<Q", os.read(self.fd, 8))[0]
-
-    def close(self) -> None:
-        self.map.close()
-        os.close(self.fd)
+# --- the records --------------------------------------------------------------------------------------
 
 
 @dataclass
@@ -248,7 +163,7 @@ def _parse(records: bytes, into: _Parsed) -> None:
             break
         if kind == PERF_RECORD_SAMPLE:  # u64 ip, u32 pid, u32 tid
             (ip,) = struct.unpack_from("<Q", records, pos + 8)
-            if misc & _MISC_CPUMODE_MASK == _MISC_KERNEL:
+            if misc & MISC_CPUMODE_MASK == MISC_KERNEL:
                 into.kernel_samples += 1
             else:
                 into.ips[ip] += 1
@@ -326,37 +241,6 @@ def _thread_ids(pid: int) -> set[int]:
         raise ProcessLookupError(f"no process {pid} to sample") from None
 
 
-# --- events of one region --------------------------------------------------------------------------------
-
-class PerfEvents:
-    """Perf events opened on a target's threads, each with its ring; `refused` says why the host would not."""
-
-    def __init__(self) -> None:
-        self._rings: list[_Ring] = []
-        self.refused = ""  # why the host refused perf events, one line; empty while they work
-
-    def _open_then_enable(self, open_events) -> bool:
-        """Run `open_events` (which fills `_rings`), then enable every event together. False, with the
-        reason in `refused` and nothing left open, when the host refuses; any other error is raised."""
-        try:
-            open_events()
-            for ring in self._rings:
-                fcntl.ioctl(ring.fd, PERF_EVENT_IOC_ENABLE, 0)
-        except PerfUnavailable as refused:
-            self.close()
-            self.refused = str(refused)
-            return False
-        except BaseException:
-            self.close()
-            raise
-        return True
-
-    def close(self) -> None:
-        for ring in self._rings:
-            ring.close()
-        self._rings = []
-
-
 # --- the sampler -----------------------------------------------------------------------------------------
 
 class IpSampler(PerfEvents):
@@ -416,11 +300,11 @@ class IpSampler(PerfEvents):
             except OSError as e:
                 if e.errno == errno.ESRCH:  # the thread exited since the scan: nothing to sample
                     continue
-                if e.errno in _REFUSED:
-                    raise PerfUnavailable(_refusal_reason(e.errno)) from None
+                if e.errno in REFUSED:
+                    raise PerfUnavailable(refusal_reason(e.errno)) from None
                 raise
             try:
-                ring = _Ring(tid, fd, self.ring_pages)
+                ring = Ring(tid, fd, self.ring_pages)
             except OSError as e:  # mmap beyond perf_event_mlock_kb without CAP_IPC_LOCK
                 os.close(fd)
                 raise PerfUnavailable(f"perf ring buffer refused ({errno.errorcode.get(e.errno)}): "

@@ -75,9 +75,9 @@ class LaunchWatch:
     """Probes one process's launch entries over one batch: start(pid) ... stop()."""
 
     def __init__(self) -> None:
-        from kernelgym.evaluation.own_code import _torch_folders
+        from kernelgym.evaluation.code_kinds import torch_folders
 
-        self.torch_folders = _torch_folders()
+        self.torch_folders = torch_folders()
         self._probes: list[tuple[CallProbe, bool]] = []  # (probe, whether it probes graph launches)
         self.refused = ""
 

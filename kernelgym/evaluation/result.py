@@ -11,7 +11,6 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from kernelgym.evaluation.feedback import render_feedback
 from kernelgym.evaluation.rules import Reason
 from kernelgym.evaluation.verdict import Verdict
 
@@ -234,9 +233,6 @@ class EvalResult:
             stage_s=dict(data.get("stage_s", {})), heldout_shapes=data.get("heldout_shapes"),
             candidate_oom_kills=int(data.get("candidate_oom_kills", 0)),
         )
-
-    def to_feedback(self, max_chars: int = 4000) -> str:
-        return render_feedback(self, max_chars)
 
 
 def _reason(text: str) -> Reason:

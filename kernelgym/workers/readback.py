@@ -50,3 +50,17 @@ class Readback:
 
 def slot_size(nbytes: int) -> int:
     return (nbytes + ALIGN - 1) // ALIGN * ALIGN
+
+
+def map_readback(fds: list[int]):
+    """The reference's side: the worker's readback memfd, mapped copy-on-write (a comparison never writes; no
+    copy is made)."""
+    if not fds:
+        return None
+    try:
+        size = os.fstat(fds[0]).st_size
+        return mmap.mmap(fds[0], size, flags=mmap.MAP_PRIVATE,
+                         prot=mmap.PROT_READ | mmap.PROT_WRITE) if size else None
+    finally:
+        for fd in fds:
+            os.close(fd)

@@ -6,7 +6,6 @@ the reference on them, and compares the outputs the worker read from the candida
 
 from __future__ import annotations
 
-import mmap
 import os
 import socket
 import time
@@ -34,6 +33,7 @@ from kernelgym.workers.child import (
     upstream_grads,
     value_to_wire,
 )
+from kernelgym.workers.readback import map_readback
 
 
 class _ReferenceSide:
@@ -165,7 +165,7 @@ class _ReferenceSide:
         from dataclasses import asdict
 
         try:
-            readback = _map_readback(fds)
+            readback = map_readback(fds)
         except (OSError, ValueError):
             readback = None  # every output then lies outside the buffer: a failed check, not a crash
         entry = self.batches.get(msg.batch)
@@ -300,19 +300,6 @@ class _ReferenceSide:
         return protocol.tensor_in_buffer(meta, readback).to(self.job.device)
 
 
-def _map_readback(fds: list[int]):
-    """The worker's readback memfd, mapped copy-on-write (a comparison never writes; no copy is made)."""
-    if not fds:
-        return None
-    try:
-        size = os.fstat(fds[0]).st_size
-        return mmap.mmap(fds[0], size, flags=mmap.MAP_PRIVATE,
-                         prot=mmap.PROT_READ | mmap.PROT_WRITE) if size else None
-    finally:
-        for fd in fds:
-            os.close(fd)
-
-
 def _free_device_memory(device: str) -> int:
     if not device.startswith("cuda"):
         return 0
@@ -403,40 +390,3 @@ def run_reference(job: ChildJob, sock: socket.socket) -> None:
             return
 
 
-def _baseline_call(job: ChildJob, model, sets: list[list], dtype: torch.dtype):
-    """One timed call of the reference alone: forward, or forward and backward for a backward task."""
-    if not job.backward:
-        return lambda k: model(*sets[k])
-    with torch.no_grad():
-        shapes = [list(o.shape) for o in as_list(model(*sets[0]))]
-    for k, seed in enumerate(job.trial_seeds):
-        sets[k] = sets[k] + upstream_grads(seed, shapes, dtype, job.device)
-    backward = BackwardPass()
-    return lambda k: backward(model, sets[k])
-
-
-def run_baseline(job: ChildJob, sock: socket.socket) -> None:
-    """Times the reference alone: eager, and torch.compile of it when asked (no candidate involved)."""
-    dtype = getattr(torch, job.dtype)
-    torch.set_num_threads(job.threads)
-    strict_fp32()
-    try:
-        task = load_module(job.task_source, "kernelgym_task")
-        torch.manual_seed(job.init_seed)
-        model = build_model(task.Model, list(task.get_init_inputs()), job.init_seed, dtype, job.device)
-        sets = [make_inputs(task, s, p, job.perturb, dtype, job.device)
-                for s, p in zip(job.trial_seeds, job.perturbed)]
-        call = _baseline_call(job, model, sets, dtype)
-        timer = timing_mod.Timer(job.device, job.timing_config.subtract_sync_cost)
-        timer.calibrate()
-        with torch.no_grad():
-            eager = timing_mod.measure_alone(timer, call, len(sets), job.timing_config)
-            compiled_ms: list[float] = []
-            if job.compile_baseline:
-                compiled = torch.compile(model)
-                compiled_ms = timing_mod.measure_alone(timer, lambda k: compiled(*sets[k]), len(sets),
-                                                       job.timing_config)
-    except BaseException as exc:  # noqa: BLE001 - reported to the trusted side, which decides
-        protocol.send(sock, "error", {"message": f"{type(exc).__name__}: {exc}"[:2000]})
-        return
-    protocol.send(sock, "baseline", {"eager_ms": eager, "compile_ms": compiled_ms})

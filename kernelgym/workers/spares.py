@@ -20,7 +20,8 @@ import tempfile
 from dataclasses import dataclass
 
 from kernelgym.workers.candidate_side import run_candidate
-from kernelgym.workers.process import EvalProcess, pin_threads
+from kernelgym.workers.process import EvalProcess
+from kernelgym.workers.procfs import pin_threads
 from kernelgym.workers.reference_side import run_reference
 from kernelgym.workers.sandbox import SandboxConfig
 

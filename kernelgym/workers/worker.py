@@ -19,7 +19,7 @@ def _serve(conn: Connection) -> None:
     torch.set_num_threads(1)  # no thread pool may exist when we fork
     config = conn.recv()
     if config.get("reserved_cores"):  # this worker, its builds and its evaluations stay off the timing cores
-        from kernelgym.workers.process import pin_threads
+        from kernelgym.workers.procfs import pin_threads
 
         pin_threads(lambda: [os.getpid()], set(os.sched_getaffinity(0)) - set(config["reserved_cores"]))
     from kernelgym.workers.sandbox import no_inspection

@@ -12,7 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from kernelgym.agents.bench import BenchConfig, BenchError, ResultsFile, expand_env_ids, run_bench, select
+from kernelgym.agents.bench import run_bench
+from kernelgym.agents.bench_config import BenchConfig, BenchError
+from kernelgym.agents.bench_plan import expand_env_ids, select
+from kernelgym.agents.bench_results import ResultsFile
 from kernelgym.agents.policies import make_policy
 from kernelgym.agents.policies.scripted import ScriptedPolicy
 

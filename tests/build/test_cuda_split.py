@@ -96,7 +96,7 @@ def test_comments_strings_and_directives_do_not_confuse_the_scanner():
 def test_the_host_unit_calls_the_stub_that_the_device_unit_defines(tmp_path):
     """Compiled for real (nvcc, and g++ over torch's headers): the kernel the host unit launches is a symbol
     the device unit defines, so the two link into one extension."""
-    from kernelgym.build import torch_ext_split
+    from kernelgym.build import split_toolchain, torch_ext_split
 
     source = SOURCE.replace("#include <ATen/cuda/CUDAContext.h>\n", "").replace(
         ", 0, at::cuda::getCurrentCUDAStream()", "")  # the CPU build of torch ships no c10/cuda headers
@@ -105,17 +105,17 @@ def test_the_host_unit_calls_the_stub_that_the_device_unit_defines(tmp_path):
     (tmp_path / "host.cpp").write_text(parts.host)
     subprocess.run(["nvcc", "-gencode=arch=compute_90,code=sm_90", "--compiler-options", "-fPIC", "-c",
                     "device.cu", "-o", "device.o"], cwd=tmp_path, check=True)
-    light = torch_ext_split._plain_light_dir(tmp_path)
+    light = split_toolchain.plain_light_dir(tmp_path)
     subprocess.run(["g++", f"-I{light}", "-isystem", "/usr/local/cuda/include",
-                    *torch_ext_split._torch_cflags("kg_test"), "-c", "host.cpp", "-o", "host.o"],
+                    *split_toolchain.torch_cflags("kg_test"), "-c", "host.cpp", "-o", "host.o"],
                    cwd=tmp_path, check=True)
     torch_ext_split._check_kernel_symbols(tmp_path, parts.kernels)  # raises when the symbols differ
     wrong_type = parts.host.replace("void scale_kernel(const float*", "void scale_kernel(float*")
     (tmp_path / "host.cpp").write_text(wrong_type)
     subprocess.run(["g++", f"-I{light}", "-isystem", "/usr/local/cuda/include",
-                    *torch_ext_split._torch_cflags("kg_test"), "-c", "host.cpp", "-o", "host.o"],
+                    *split_toolchain.torch_cflags("kg_test"), "-c", "host.cpp", "-o", "host.o"],
                    cwd=tmp_path, check=True)
-    with pytest.raises(torch_ext_split._Fallback, match="does not define"):
+    with pytest.raises(split_toolchain.Fallback, match="does not define"):
         torch_ext_split._check_kernel_symbols(tmp_path, parts.kernels)
 
 
@@ -124,7 +124,7 @@ def test_the_host_unit_calls_the_stub_that_the_device_unit_defines(tmp_path):
 def test_a_kernel_the_device_unit_defines_only_locally_does_not_count(tmp_path):
     """nvcc gives a template kernel's stub internal linkage: a unit that defines the kernel's symbol only as a
     local one cannot serve the host unit's launch (the library would fail to import), so it is refused."""
-    from kernelgym.build import torch_ext_split
+    from kernelgym.build import split_toolchain, torch_ext_split
 
     (tmp_path / "host.cpp").write_text("void k(float*);\nvoid run(float* x) { k(x); }\n")
     (tmp_path / "device.cpp").write_text("void k(float*) {}\n")
@@ -133,5 +133,5 @@ def test_a_kernel_the_device_unit_defines_only_locally_does_not_count(tmp_path):
     torch_ext_split._check_kernel_symbols(tmp_path, ["k"])
     # the same symbol, bound locally (what nvcc emits for a template kernel's specialization)
     subprocess.run(["objcopy", "--localize-symbol=_Z1kPf", "device.o"], cwd=tmp_path, check=True)
-    with pytest.raises(torch_ext_split._Fallback, match="does not define"):
+    with pytest.raises(split_toolchain.Fallback, match="does not define"):
         torch_ext_split._check_kernel_symbols(tmp_path, ["k"])

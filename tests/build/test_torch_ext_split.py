@@ -7,7 +7,7 @@ import time
 import pytest
 
 from kernelgym import kernels
-from kernelgym.build import torch_ext, torch_ext_split
+from kernelgym.build import split_binders, split_toolchain, torch_ext, torch_ext_split
 from kernelgym.build.torch_ext import ExtensionRequest
 
 RELU = r"""
@@ -46,14 +46,14 @@ def test_the_user_unit_names_each_function_type_for_the_bindings(tmp_path):
         "double scale(const std::vector<int64_t>& xs, float f, bool b) { return f; }\n"
         "namespace { struct Hidden {}; }\nHidden hidden() { return {}; }\n"
     )
-    (tmp_path / "u.cpp").write_text(source + torch_ext_split._user_tail("ext", ("scale",)))
+    (tmp_path / "u.cpp").write_text(source + split_binders.user_tail("ext", ("scale",)))
     subprocess.run(["g++", "-std=c++17", "-c", "u.cpp", "-o", "u.o"], cwd=tmp_path, check=True)
-    (signature,) = torch_ext_split._signatures(tmp_path / "u.o", 1)
+    (signature,) = split_binders.recorded_signatures(tmp_path / "u.o", 1)
     assert signature == "double (*)(std::vector<long, std::allocator<long> > const&, float, bool)"
-    (tmp_path / "h.cpp").write_text(source + torch_ext_split._user_tail("ext", ("hidden",)))
+    (tmp_path / "h.cpp").write_text(source + split_binders.user_tail("ext", ("hidden",)))
     subprocess.run(["g++", "-std=c++17", "-c", "h.cpp", "-o", "h.o"], cwd=tmp_path, check=True)
-    with pytest.raises(torch_ext_split._Fallback):  # a type only the user's unit can name: torch's build
-        torch_ext_split._signatures(tmp_path / "h.o", 1)
+    with pytest.raises(split_toolchain.Fallback):  # a type only the user's unit can name: torch's build
+        split_binders.recorded_signatures(tmp_path / "h.o", 1)
 
 
 @pytest.mark.slow

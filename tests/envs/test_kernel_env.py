@@ -10,6 +10,7 @@ from kg_env_helpers import fenced
 
 from kernelgym.envs import KernelEnv, read_episodes
 from kernelgym.errors import ConfigError, TaskNotFoundError
+from kernelgym.evaluation.feedback import render_feedback
 from kernelgym.evaluation.result import EvalResult
 from kernelgym.solutions import cheats, examples
 
@@ -231,7 +232,7 @@ def test_one_verdict_vocabulary_for_a_reply_without_code(kernelbench_root, tmp_p
     env.reset(seed=0)
     _, reward, _, _, info = env.step("I would fuse the loops.")
     assert info["verdict"] == info["result"]["verdict"] == "no_code" and reward == -1.0
-    assert EvalResult.from_dict(info["result"]).to_feedback().startswith("Verdict: no_code")
+    assert render_feedback(EvalResult.from_dict(info["result"])).startswith("Verdict: no_code")
     env.close()
     [episode] = read_episodes(path)
     assert episode["turns"][0]["verdict"] == episode["turns"][0]["result"]["verdict"] == "no_code"

@@ -100,13 +100,13 @@ def test_module_prefixed_id_imports_kernelgym():
 
 
 def test_kernelbench_falls_back_to_a_cached_hf_dataset(monkeypatch):
-    from kernelgym.envs import kernel_env
+    from kernelgym.envs import task_selection
     from kernelgym.tasks import from_hf_dataset
 
     monkeypatch.delenv("KERNELBENCH_ROOT", raising=False)
     row = {"code": PROBLEM.format(extra="", batch=8), "level": 1, "name": "1_Relu_Hub.py", "problem_id": 1}
-    monkeypatch.setattr(kernel_env, "_hf_dataset_cached", lambda: True)
-    monkeypatch.setattr(kernel_env, "from_hf_dataset",
+    monkeypatch.setattr(task_selection, "_hf_dataset_cached", lambda: True)
+    monkeypatch.setattr(task_selection, "from_hf_dataset",
                         lambda level=None: from_hf_dataset({"level_1": [row]}, level))
     env = gym.make("KernelBench-L1-v0", size="cpu", backend="cpp")
     assert [t.id for t in env.unwrapped.tasks] == ["kernelbench/L1/1_Relu_Hub"]

@@ -4,6 +4,7 @@ import shutil
 
 import pytest
 
+from kernelgym.evaluation.feedback import render_feedback
 from kernelgym.evaluation.result import Verdict
 from kernelgym.solutions import examples
 from kernelgym.tasks import bundled
@@ -23,7 +24,7 @@ def test_triton_runs_in_the_interpreter_and_says_timing_is_unavailable(cpu_pool)
     assert result.verdict is Verdict.OK, (result.reasons, result.output_tail[-2000:])
     assert result.correctness.passed and not result.timing.available
     assert "interpreter" in result.timing.reason and result.speedup is None
-    assert "interpreter" in result.to_feedback()
+    assert "interpreter" in render_feedback(result)
 
 
 def test_wrong_triton_kernel_is_incorrect_in_the_interpreter(cpu_pool):
@@ -47,7 +48,7 @@ def test_cuda_compile_errors_reach_the_agent(cpu_pool):
     broken = example.source.replace("fmaxf(v.x, 0.f)", "fmaxf(v.x, undefined_thing)")
     result = cpu_pool.evaluate(bundled().get(example.task_id), broken, backend="cuda")
     assert result.verdict is Verdict.COMPILE_ERROR
-    assert "undefined_thing" in result.to_feedback()
+    assert "undefined_thing" in render_feedback(result)
 
 
 @pytest.mark.slow

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from kernelgym.evaluation.feedback import render_feedback
-from kernelgym.evaluation.stages import evaluation_cores
+from kernelgym.evaluation.machine import evaluation_cores
 from kernelgym.workers.pool import EvalPool
 
 # Batches of ~20 ms, each longer than the scheduler's slice: a busy loop on the core then takes its turns

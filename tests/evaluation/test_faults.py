@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 
+from kernelgym.evaluation.feedback import render_feedback
 from kernelgym.evaluation.result import Verdict
 
 CPP_HEADER = '''
@@ -132,7 +133,7 @@ def test_bad_input_gets_a_clear_verdict(pool, relu_task, relu_solution, name):
     result = pool.evaluate(relu_task, source, backend="cpp")
     assert result.verdict is verdict, result.reasons
     assert any(r.startswith(reason) for r in result.reasons), result.reasons
-    assert result.to_feedback().startswith(f"Verdict: {verdict.value}")
+    assert render_feedback(result).startswith(f"Verdict: {verdict.value}")
     # The very next evaluation in the same pool is fine.
     assert pool.evaluate(relu_task, relu_solution, backend="cpp", timing=False).verdict is Verdict.OK
 
@@ -140,7 +141,7 @@ def test_bad_input_gets_a_clear_verdict(pool, relu_task, relu_solution, name):
 def test_compile_error_feedback_shows_the_compiler_line(pool, relu_task):
     result = pool.evaluate(relu_task, COMPILE_ERROR, backend="cpp")
     assert "error" in result.build.log and "kernel.cpp" in result.build.log
-    assert "this is not C++" in result.to_feedback()
+    assert "this is not C++" in render_feedback(result)
 
 
 @pytest.mark.parametrize(

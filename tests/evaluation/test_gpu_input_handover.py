@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import time
 
-from kernelgym.evaluation import stages
+from kernelgym.evaluation import batch
 from kernelgym.evaluation.options import EvalOptions
+from kernelgym.evaluation.state import BATCH_PARTS, Evaluation
 from kernelgym.workers import messages as m
 
 IPC_ITEM = {"ipc": {"handle": "ab" * 32}, "dtype": "float32", "shape": [4]}
@@ -87,15 +88,15 @@ class NoWatch:
         pass
 
 
-def gpu_evaluation(log: Log) -> stages.Evaluation:
-    evaluation = object.__new__(stages.Evaluation)
+def gpu_evaluation(log: Log) -> Evaluation:
+    evaluation = object.__new__(Evaluation)
     evaluation.device, evaluation.options, evaluation.stage = "cuda", EvalOptions(), "timing"
     evaluation.job = type("Job", (), {"dtype": "float32"})()
     evaluation.candidate = ScriptedCandidate(log)
     evaluation.reference = ScriptedReference(log, evaluation.candidate)
     evaluation.watch, evaluation.batches = NoWatch(), 0
     evaluation.contention = {}  # the CPU's cores-waited record: none on a GPU
-    evaluation.batch_parts_s = dict.fromkeys(stages._BATCH_PARTS, 0.0)
+    evaluation.batch_parts_s = dict.fromkeys(BATCH_PARTS, 0.0)
     evaluation.atol = evaluation.rtol = 1e-4
     return evaluation
 
@@ -108,13 +109,13 @@ def clock_starts_logged(log: Log, monkeypatch) -> None:
         log.note("clock")
         return read()
 
-    monkeypatch.setattr(stages.time, "perf_counter_ns", logged)
+    monkeypatch.setattr(batch.time, "perf_counter_ns", logged)
 
 
 def test_the_reference_fills_the_mapped_buffers_only_while_the_candidate_is_frozen(monkeypatch):
     for candidate_first in (False, True):
         log = Log()
-        gpu_evaluation(log).batch([1, 2], [False, False], candidate_first=candidate_first)
+        batch.run_batch(gpu_evaluation(log), [1, 2], [False, False], candidate_first=candidate_first)
         mapped = log.index(("candidate", "map_only", False))
         filled = log.index(("reference", "fill_inputs", True))  # sent while the candidate was frozen
         timed = log.index(("candidate", "run_batch", False))
@@ -125,7 +126,7 @@ def test_a_gpu_candidate_is_thawed_for_its_batch_only_once_the_clock_runs(monkey
     for candidate_first in (False, True):
         log = Log()
         clock_starts_logged(log, monkeypatch)
-        gpu_evaluation(log).batch([1], [False], candidate_first=candidate_first)
+        batch.run_batch(gpu_evaluation(log), [1], [False], candidate_first=candidate_first)
         timed = log.index(("candidate", "run_batch", False))
         assert log[timed - 1] == ("candidate", "thawed"), log
         assert log[timed - 2] == ("clock",), log

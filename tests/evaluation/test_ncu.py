@@ -3,6 +3,7 @@
 from pathlib import Path
 
 from kernelgym.evaluation import ncu
+from kernelgym.evaluation.feedback import render_feedback
 from kernelgym.evaluation.result import EvalResult, KernelMetrics, ProfileResult, Verdict
 from kernelgym.solutions import examples
 from kernelgym.tasks import bundled
@@ -66,7 +67,7 @@ def test_feedback_lists_kernels_by_time_and_the_result_round_trips():
                       compute_throughput_pct=12.0, achieved_occupancy_pct=80.0, registers_per_thread=16,
                       local_load_instructions=0, local_store_instructions=64),
     ], ncu_note="ncu: 2 kernel launch(es) profiled in 4.0 s")
-    text = result.to_feedback()
+    text = render_feedback(result)
     assert text.index("relu_kernel: 130 us") < text.index("relu_tail")
     assert "memory 91% / compute 12% of peak" in text and "16 registers/thread" in text
     assert "64 local-memory instructions" in text
@@ -79,7 +80,7 @@ def test_ncu_on_a_machine_without_gpu_is_a_note_not_a_failure(pool):
     result = pool.evaluate(bundled().get(example.task_id), example.source, backend="cpp", ncu=True)
     assert result.verdict is Verdict.OK
     assert result.profile.kernels == [] and "ran on the CPU" in result.profile.ncu_note
-    assert "ran on the CPU" in result.to_feedback()
+    assert "ran on the CPU" in render_feedback(result)
 
 
 FAKE_NCU = r'''#!/usr/bin/env python3

@@ -12,19 +12,9 @@ from collections import Counter
 
 import torch
 
+from kernelgym.evaluation.code_kinds import GLUE, OTHER, OWN, TORCH, Classifier, is_housekeeping, readable
 from kernelgym.evaluation.ip_sampler import executable_mappings_at
-from kernelgym.evaluation.own_code import (
-    GLUE,
-    OTHER,
-    OWN,
-    TORCH,
-    Classifier,
-    OwnCodeEvidence,
-    decides,
-    is_housekeeping,
-    judge,
-    readable,
-)
+from kernelgym.evaluation.own_code import OwnCodeEvidence, decides, judge
 
 TORCH_LIB = os.path.join(os.path.dirname(torch.__file__), "lib")
 

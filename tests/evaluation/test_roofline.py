@@ -2,6 +2,7 @@
 
 import torch
 
+from kernelgym.evaluation.feedback import render_feedback
 from kernelgym.evaluation.result import Verdict
 from kernelgym.evaluation.roofline import Peaks, TaskCost, floor_ms, task_cost
 from kernelgym.solutions import examples
@@ -29,7 +30,7 @@ def test_evaluation_reports_its_place_on_the_roofline(pool):
     timing = result.timing
     assert timing.bound == "compute" and timing.flops > 0 and timing.floor_ms > 0
     assert timing.roofline_fraction == round(timing.floor_ms / timing.candidate.median_ms, 4)
-    assert "of roofline" in result.to_feedback()
+    assert "of roofline" in render_feedback(result)
 
 
 def test_a_tasks_counted_cost_is_kept_for_later_evaluations(pool):

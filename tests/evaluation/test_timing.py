@@ -1,5 +1,6 @@
 """The timing stage's arithmetic: the in-region synchronize's cost comes off, hidden work never does."""
 
+from kernelgym.evaluation.feedback import render_feedback
 from kernelgym.evaluation.timing import (
     Timer,
     charged_batch_ms,
@@ -51,7 +52,7 @@ def test_feedback_says_when_work_past_the_clock_was_charged():
         timing = TimingResult(True, device="cpu", candidate=stats_ms, reference=stats_ms, speedup=1.0,
                               speedup_ci_low=0.9, speedup_ci_high=1.1, batches=10, calls_per_batch=5,
                               cpu_past_clock_ms=past_ms)
-        return EvalResult("L1/1_ReLU", "cpp", "cpu", Verdict.OK, timing=timing).to_feedback()
+        return render_feedback(EvalResult("L1/1_ReLU", "cpp", "cpu", Verdict.OK, timing=timing))
 
     assert "12.5 ms of CPU time past the clock" in feedback(12.5)  # 25% of the 50 ms timed
     assert "past the clock" not in feedback(0.4)  # under 5%: noise

@@ -3,6 +3,7 @@ verdict."""
 
 import pytest
 
+from kernelgym.evaluation.feedback import render_feedback
 from kernelgym.evaluation.result import Verdict
 from kernelgym.solutions import examples
 from kernelgym.tasks import bundled
@@ -166,7 +167,7 @@ def test_ncu_reports_counters_for_the_candidates_kernels(gpu_pool, backend):
     assert ours[0].duration_us and ours[0].duration_us > 0
     assert ours[0].memory_throughput_pct and ours[0].memory_throughput_pct > 30  # a streaming kernel
     assert ours[0].registers_per_thread and ours[0].registers_per_thread > 0
-    assert "Nsight Compute" in result.to_feedback()
+    assert "Nsight Compute" in render_feedback(result)
 
 
 def test_triton_launchers_come_from_the_workers_cache(gpu_pool):

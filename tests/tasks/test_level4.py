@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from kernelgym.errors import SuiteUnavailableError
+from kernelgym.evaluation.feedback import render_feedback
 from kernelgym.solutions import examples
 from kernelgym.tasks import level4, load_suite, resolve_task
 from kernelgym.tasks.task import constant_values
@@ -116,7 +117,7 @@ def test_the_bundled_gpt2_solution_is_judged_ok(pool):
     (solution,) = [e for e in found if e.task_id == "kernelbench/L4/7_gpt2_bs32_seq256"]
     task = resolve_task(solution.task_id)
     result = pool.evaluate(task, solution.source, backend="cpp", size="cpu")
-    assert result.verdict.value == "ok", result.to_feedback()
+    assert result.verdict.value == "ok", render_feedback(result)
 
 
 def test_fetching_the_real_configs_offline_is_one_clear_error():

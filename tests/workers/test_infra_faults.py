@@ -112,22 +112,22 @@ def test_a_full_disk_is_never_charged_to_the_candidate(monkeypatch, relu_task, r
 def test_the_sweep_kills_only_what_its_worker_forked():
     import subprocess
 
-    from kernelgym.workers.pool import _kill_if_same
+    from kernelgym.workers.pool_worker import kill_if_same
     from kernelgym.workers.worker import start_time
 
-    _kill_if_same(1, start_time(1), 0)  # pid 1 (e.g. a pid noted from inside a PID namespace): never
-    _kill_if_same(os.getpid(), start_time(os.getpid()), 0)  # this process: never
+    kill_if_same(1, start_time(1), 0)  # pid 1 (e.g. a pid noted from inside a PID namespace): never
+    kill_if_same(os.getpid(), start_time(os.getpid()), 0)  # this process: never
     ours = subprocess.Popen(["sleep", "30"])  # in this process's group: it alone, never the group
     theirs = subprocess.Popen(["sleep", "30"], start_new_session=True)
     try:
-        _kill_if_same(ours.pid, start_time(ours.pid), 0)
+        kill_if_same(ours.pid, start_time(ours.pid), 0)
         assert ours.wait(timeout=10) == -signal.SIGKILL
         started = start_time(theirs.pid)
-        _kill_if_same(theirs.pid, started, int(started) + 1)  # older than the worker: not its child
-        _kill_if_same(theirs.pid, str(int(started) + 1), 0)  # another start time: the pid was reused
+        kill_if_same(theirs.pid, started, int(started) + 1)  # older than the worker: not its child
+        kill_if_same(theirs.pid, str(int(started) + 1), 0)  # another start time: the pid was reused
         assert theirs.poll() is None
         os.kill(theirs.pid, signal.SIGSTOP)  # frozen, as the worker leaves a candidate it reads
-        _kill_if_same(theirs.pid, started, 0)
+        kill_if_same(theirs.pid, started, 0)
         assert theirs.wait(timeout=10) == -signal.SIGKILL
     finally:
         for p in (ours, theirs):

@@ -16,7 +16,7 @@ from kernelgym.evaluation.result import Verdict
 from kernelgym.tasks import bundled
 from kernelgym.tasks.cpu_size import with_cpu_size
 from kernelgym.workers.pool import EvalPool, PoolConfig
-from kernelgym.workers.process import dead_or_dying
+from kernelgym.workers.procfs import dead_or_dying
 from kernelgym.workers.sandbox import SandboxConfig
 
 DAEMON = r'''

@@ -5,14 +5,15 @@ from pathlib import Path
 
 from kernelgym.evaluation.result import EvalResult, Verdict
 from kernelgym.workers import pool as pool_mod
+from kernelgym.workers.pool_faults import spoiled
 
 
 def test_only_the_judge_s_own_failure_spoils_a_worker():
-    spoiled = EvalResult("t", "cuda", "gpu", Verdict.INFRASTRUCTURE_ERROR, [
+    judge_failed = EvalResult("t", "cuda", "gpu", Verdict.INFRASTRUCTURE_ERROR, [
         "judge_failed: the worker's own process initialized CUDA"])
-    assert pool_mod._spoiled(spoiled)
-    assert not pool_mod._spoiled(EvalResult("t", "cuda", "gpu", Verdict.CRASH,
-                                            ["cuda_error: illegal memory access"]))
+    assert spoiled(judge_failed)
+    assert not spoiled(EvalResult("t", "cuda", "gpu", Verdict.CRASH,
+                                  ["cuda_error: illegal memory access"]))
 
 
 def test_the_pool_judges_a_spoiled_evaluation_again_in_a_fresh_worker(monkeypatch, relu_task, relu_solution):

@@ -6,7 +6,7 @@ import subprocess
 import sys
 import time
 
-from kernelgym.workers.process import dead_or_dying
+from kernelgym.workers.procfs import dead_or_dying
 
 # Touches 1 GiB, says so, then waits: tearing that memory down takes the kernel long enough (tens of ms) for a
 # reader to find the process still there but without its memory map.
@@ -70,7 +70,7 @@ def test_a_stopped_or_running_process_is_alive():
 def test_the_sandboxs_nvml_warning_stays_out_of_the_feedback():
     import warnings
 
-    from kernelgym.workers.process import quiet_sandbox_warnings
+    from kernelgym.workers.process_start import quiet_sandbox_warnings
 
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")

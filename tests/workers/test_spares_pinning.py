@@ -8,7 +8,8 @@ import pytest
 
 from kernelgym.workers import spares
 from kernelgym.workers.candidate_side import run_candidate
-from kernelgym.workers.process import EvalProcess, threads_of
+from kernelgym.workers.process import EvalProcess
+from kernelgym.workers.procfs import threads_of
 from kernelgym.workers.reference_side import run_reference
 from kernelgym.workers.sandbox import SandboxConfig
 
@@ -38,7 +39,7 @@ def test_taking_a_pair_pins_every_thread_of_both_processes():
 
 
 def test_a_gpu_pool_keeps_a_core_per_timing_slot_and_a_cpu_pool_none():
-    from kernelgym.workers.pool import PoolConfig, timing_cores
+    from kernelgym.workers.pool_config import PoolConfig, timing_cores
 
     cores = sorted(os.sched_getaffinity(0))
     assert timing_cores(PoolConfig(), gpu=False, slots=1) == []

@@ -1,0 +1,62 @@
+"""Stage 6 on a GPU (or a CPU host without perf events), profile: one more batch under the profiler in the
+candidate's process; the solution's own kernels must run and PyTorch's compute stay within its share
+(evaluation/profile.py). On a GPU, the kernel launches seen from outside the candidate beside it."""
+
+from __future__ import annotations
+
+import time
+
+from kernelgym.evaluation import rules
+from kernelgym.evaluation.batch import run_batch, timed_outputs_checked
+from kernelgym.evaluation.batch_size import calls_per_batch
+from kernelgym.evaluation.launches import LaunchCounts, judge_launches
+from kernelgym.evaluation.outcome import end
+from kernelgym.evaluation.profile import judge_profile
+from kernelgym.evaluation.result import ProfileResult
+from kernelgym.evaluation.state import Evaluation
+
+
+def profile(ev: Evaluation) -> None:
+    ev.stage = "profile"
+    started = time.monotonic()
+    # Without a timing stage, as many calls as a timed batch would hold: one tiny call measures mostly
+    # noise, which on a loaded machine read as untracked work in an honest backward (CI: 0.148 ms, hack).
+    timed_calls = ev.result.timing.calls_per_batch if ev.result.timing else None
+    calls = timed_calls or calls_per_batch(ev)
+    with timed_outputs_checked():
+        record = run_batch(ev, ev.seeds(calls), [False] * calls, profile=True)
+    data = record.profile
+    profile = ProfileResult(
+        coverage=data.get("coverage"), own_kernel_calls=int(data.get("own_kernel_calls", 0)),
+        top_ops=[(str(k), float(v)) for k, v in data.get("top_ops", [])],
+        heavy_torch_ops=[str(k) for k in data.get("heavy_torch_ops", [])],
+    )
+    sampled = ev.result.profile  # samples too few to decide: still shown beside the profile's word
+    if sampled is not None:
+        profile.samples, profile.sampled_shares, profile.top_files = (
+            sampled.samples, sampled.sampled_shares, sampled.top_files)
+    ev.result.profile = profile
+    ev.result.stage_s["profile"] = round(time.monotonic() - started, 3)
+    found = judge_profile(data, calls, ev.job.backend, ev.options)
+    if found is not None:
+        raise end(*found)
+    if record.launches is not None:
+        _judge_launches(ev, record.launches, data)
+
+
+def _judge_launches(ev: Evaluation, launches: LaunchCounts, data: dict) -> None:
+    """The launches seen from outside, beside the candidate's own profile: recorded always; deciding
+    only with `launch_rules` (not yet checked on a GPU host against honest solutions)."""
+    ev.result.profile.launches = launches.to_dict()
+    if not launches.available:
+        ev.result.static.warnings.append(f"launch evidence: {launches.reason}; the candidate's own "
+                                         "profile decided")
+        return
+    found = judge_launches(launches, data)
+    if found is None:
+        return
+    rule, message = found
+    if not ev.options.launch_rules:
+        ev.result.static.warnings.append(f"launch evidence (not deciding): {message}")
+        return
+    raise end(rules.KERNEL_NOT_CALLED if rule == "not_own" else rules.TORCH_COMPUTE, message)
