@@ -5,9 +5,10 @@
 - the prompting baselines one_shot, best_of_n and refine with the SFT model, and the RL agent, each at the
   same judge budget (BUDGET replies a task).
 
-    python benchmarks/davinci_baselines.py --run /work/scratch/dv --out /work/scratch/dv-baselines
-    python benchmarks/davinci_baselines.py --run /work/scratch/dv --out /work/scratch/dv-baselines --table \
-        --json benchmarks/davinci_baselines_cpu.json
+    python benchmarks/agents/davinci_baselines.py --run /work/scratch/dv --out /work/scratch/dv-baselines
+    python benchmarks/agents/davinci_baselines.py --run /work/scratch/dv --out /work/scratch/dv-baselines \
+        --table \
+        --json benchmarks/results/agents/davinci_baselines_cpu.json
 
 Each case's folder holds the bench's results.jsonl and report.md; --table prints the markdown table.
 """

@@ -1,6 +1,6 @@
 """Held-out results of daVinci learning runs, phase against phase, with intervals (issue 29's protocol).
 
-    python benchmarks/davinci_compare.py RUN_DIR [RUN_DIR ...] [--resamples 10000]
+    python benchmarks/agents/davinci_compare.py RUN_DIR [RUN_DIR ...] [--resamples 10000]
 
 Each RUN_DIR holds the `results.json` that `davinci_run.py` writes (phases `before_sft`, `after_sft`,
 `after_rl`; a run started `--from-sft` carries the earlier run's first two, and one with `--no-skills` adds

@@ -1,6 +1,7 @@
 """Generation throughput of the daVinci backbone: one rollout at a time against a group in one batched call.
 
-    python benchmarks/davinci_generation.py --out "$OUT" [--device cuda] [--tokens 512] [--batches 1,4,16,64]
+    python benchmarks/agents/davinci_generation.py --out "$OUT" [--device cuda] [--tokens 512] \
+        [--batches 1,4,16,64]
 
 Each batch size B is one `Backbone.generate_batch` call of B policy prompts (curriculum tasks, the policy
 role's chat messages, left-padded), every row forced to exactly --tokens new tokens (`min_new_tokens`), so

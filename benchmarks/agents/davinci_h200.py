@@ -2,7 +2,7 @@
 the judge's timing slot is during training. One RL step (2 tasks x 2 rollouts x 2 turns) took 85 s on an
 H200, so the defaults run two steps, about 3 minutes; the results are rewritten after every step.
 
-    python benchmarks/davinci_h200.py --out "$OUT" [--seconds 100] [--backend triton]
+    python benchmarks/agents/davinci_h200.py --out "$OUT" [--seconds 100] [--backend triton]
 
 The generator is a tiny random model built here (no download; needs transformers, trl and tokenizers). A
 random model never writes a kernel, so to give the judge the work a training run gives it, each policy

@@ -1,7 +1,8 @@
 """The daVinci learning protocol end to end: SmolLM2-135M (or any backbone), on the CPU or on one GPU host.
 
-    python benchmarks/davinci_run.py --out runs/dv --suite curriculum --tokens 448 --rl-steps 20 --group 4
-    bash benchmarks/gpu_train.sh       # the same protocol on one GPU host, with the settings written there
+    python benchmarks/agents/davinci_run.py --out runs/dv --suite curriculum --tokens 448 --rl-steps 20 \
+        --group 4
+    bash benchmarks/gpu/gpu_train.sh   # the same protocol on one GPU host, with the settings written there
 
 The model runs on --device (cuda: generation and training on the GPU; the judge uses the same machine, the
 GPU for triton/cuda candidates, its cores for cpp). Phases, each saved to results.json as it ends:

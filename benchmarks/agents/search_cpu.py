@@ -6,7 +6,7 @@ best-verified-speedup-vs-judge-calls plot per method. The default policy is `mut
 the tuning parameters of the bundled solutions), so the searches have something to find on a CPU-only
 machine; `--policy smollm2` runs the same comparison with SmolLM2-135M.
 
-    python benchmarks/search_cpu.py --out runs/search_cpu --md benchmarks/search_cpu.md
+    python benchmarks/agents/search_cpu.py --out runs/search_cpu --md benchmarks/results/agents/search_cpu.md
 
 Rerunning the same command resumes (finished episodes and judge calls are kept).
 """

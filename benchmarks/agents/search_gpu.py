@@ -1,7 +1,7 @@
 """Search baselines on one GPU (Triton): template tuning of the bundled solutions' block sizes, then the four
 methods at the same judge-call budget. Meant to fit in 3 minutes on one H200; writes under $OUT.
 
-    OUT=/tmp/out python benchmarks/search_gpu.py            # search_gpu.md, search_gpu.png, search_gpu.json
+    OUT=/tmp/out python benchmarks/agents/search_gpu.py   # search_gpu.md, search_gpu.png, search_gpu.json
 
 1. Template tuning: for each task, the bundled Triton solution is judged, then an Optuna study
    (kernelgym.agents.baselines.tuning) over its exposed parameters (BLOCK sizes, num_warps, num_stages, ...)
@@ -172,7 +172,7 @@ def markdown(rows: list[dict], found: dict, args, started: float) -> str:
             f"wall {time.monotonic() - started:.0f} s"
         ),
         (
-            f"Command: `OUT=... python benchmarks/search_gpu.py --trials {args.trials} "
+            f"Command: `OUT=... python benchmarks/agents/search_gpu.py --trials {args.trials} "
             f"--budget {args.budget} "
             f"--tuning-s {args.tuning_s} --backend {args.backend}`"
         ),

@@ -1,6 +1,6 @@
 """Skill retrieval quality: BM25 recall@k and MRR over the labelled bundled-suite set.
 
-    python benchmarks/skill_retrieval.py [--k 5] [--labels FILE] [--out FILE.md] [--misses]
+    python benchmarks/agents/skill_retrieval.py [--k 5] [--labels FILE] [--out FILE.md] [--misses]
 
 Uses the seed library (a throwaway database, so the user's library does not change the numbers) and the
 labels in skill_store/bundled_labels.jsonl. Prints the numbers and writes a Markdown report with
@@ -26,7 +26,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--k", type=int, default=5)
     parser.add_argument("--labels", default=None, help="labelled JSONL (default: the bundled set)")
-    parser.add_argument("--out", default=str(Path(__file__).with_name("skill_retrieval.md")))
+    parser.add_argument("--out", default=str(Path(__file__).parents[1] / "results" / "agents"
+                                             / "skill_retrieval.md"))
     parser.add_argument(
         "--bound-mismatch",
         type=float,
@@ -93,7 +94,7 @@ def main() -> int:
         f"Date: {dt.datetime.now().astimezone().isoformat(timespec='seconds')}  ",
         f"Machine: {cpu_name()} ({os.cpu_count()} cores), {platform.system()} {platform.release()}  ",
         f"Python {platform.python_version()}; " + ", ".join(f"{k} {v}" for k, v in versions.items()) + "  ",
-        f"Command: `python benchmarks/skill_retrieval.py --k {args.k}"
+        f"Command: `python benchmarks/agents/skill_retrieval.py --k {args.k}"
         + (f" --bound-mismatch {args.bound_mismatch:g}" if args.bound_mismatch is not None else "")
         + "`",
         "",

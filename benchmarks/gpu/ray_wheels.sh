@@ -2,10 +2,10 @@
 # Makes .whl/: Ray and its dependencies for the H200 host (CPython 3.12, x86_64, no internet), small enough
 # to travel with the working tree (64 MiB in all). Ray's wheel is 75.6 MiB; 30.7 MiB of it is ray/jars/ray_dist.jar,
 # used only by Java workers, so it is left out here (the rest of the wheel is unchanged; RECORD drops its line).
-#   bash benchmarks/ray_wheels.sh   then carry .whl in the device call and
+#   bash benchmarks/gpu/ray_wheels.sh   then carry .whl in the device call and
 #   pip install -q --no-index --find-links .whl ray
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 RAY=${RAY_VERSION:-2.60.0}
 rm -rf .whl && mkdir -p .whl
 python -m pip download -q --only-binary=:all: --python-version 3.12 --implementation cp \

@@ -5,7 +5,7 @@ warm the precompiled headers and the bindings (reported apart as `first_s`), the
 median wall-clock seconds and the median CPU seconds of the compilers (children's user + system time: on a
 shared, loaded machine the wall clock mostly measures the other tenants). Usage:
 
-    python benchmarks/build_speed.py [--runs 3] [--modes torch_load_inline,torch,split]
+    python benchmarks/judge_speed/build_speed.py [--runs 3] [--modes torch_load_inline,torch,split]
         [--cases cpp,cpp_O3_openmp] [--out FILE.json] [--cache DIR]
 
 Modes: `torch_load_inline` is torch's own `load_inline` in a fresh process with an empty extensions folder
@@ -27,14 +27,14 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).parent
-sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE.parents[1]))  # the repository root
 
 
 def _inline_source(path: Path) -> str:
     return path.read_text().split('r"""')[1].split('"""')[0]
 
 
-CPP_RELU = _inline_source(HERE / "kernelbench_style" / "relu_cpp_load_inline.py")
+CPP_RELU = _inline_source(HERE.parent / "kernelbench_style" / "relu_cpp_load_inline.py")
 CASES = {  # name: (cpp_sources, functions, extra_cflags, extra_ldflags)
     "cpp": (CPP_RELU, ("relu_forward",), (), ()),
     "cpp_O3_openmp": (CPP_RELU, ("relu_forward",), ("-O3", "-fopenmp"), ("-fopenmp",)),

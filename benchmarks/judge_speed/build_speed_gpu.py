@@ -9,7 +9,7 @@ In one run, on a cold cache, within --budget-s (default 170 s):
    through kernelgym's trusted compile twice (cold store, warm store): seconds to the first checked result.
 Writes $OUT/build_speed_gpu.json and $OUT/build_speed_gpu.md. Usage (project root, GPU machine):
 
-    OUT=/tmp/out python benchmarks/build_speed_gpu.py [--budget-s 170]
+    OUT=/tmp/out python benchmarks/judge_speed/build_speed_gpu.py [--budget-s 170]
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 PRELUDE = "#include <torch/extension.h>\n"

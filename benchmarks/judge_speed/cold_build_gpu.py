@@ -11,7 +11,7 @@ Cases are real files read at run time, never copied into the project: KernelBenc
 3. judge: every case through an EvalPool on a cold build cache (headers warm), then again warm: seconds per
    evaluation, candidates a minute, verdicts, and the GPU timing slot's busy fraction.
 
-    OUT=DIR python benchmarks/cold_build_gpu.py --kernelbench KB --cuda-l1 a100_pcie.json \
+    OUT=DIR python benchmarks/judge_speed/cold_build_gpu.py --kernelbench KB --cuda-l1 a100_pcie.json \
         [--l1-count 10] [--parallel 8] [--workers 8] [--phases torch,kernelgym,judge]
 
 Writes DIR/cold_build_gpu.json (everything) and prints a table per phase.
@@ -31,7 +31,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 FEW_SHOT = ("add", "fuse_gelu", "tiled_matmul", "mnist2", "flash_attn")

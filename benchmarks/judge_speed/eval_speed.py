@@ -1,8 +1,8 @@
 """Per-evaluation wall time, cold (a source never built before) and warm (the same source again), for
 kernelgym and for a plain KernelBench-style path (fresh process, load_inline, 5 + 100 trials), side by side.
 
-    python benchmarks/eval_speed.py [--backends cpp,triton,cuda] [--repeats 5] \
-        [--out benchmarks/eval_speed.md]
+    python benchmarks/judge_speed/eval_speed.py [--backends cpp,triton,cuda] [--repeats 5] \
+        [--out benchmarks/results/judge_speed/eval_speed.md]
 
 A backend runs only where it can (cpp on any machine; triton and cuda on a GPU).
 """
@@ -27,6 +27,8 @@ from kernelgym.stats import median
 from kernelgym.tasks import bundled
 
 HERE = Path(__file__).parent
+KB_STYLE = HERE.parent / "kernelbench_style"  # the KernelBench-style harness and sources
+RESULTS = HERE.parent / "results" / "judge_speed"
 TASK = "L1/1_ReLU"
 
 
@@ -61,7 +63,7 @@ def kernelgym_times(backend: str, size: str, repeats: int) -> dict:
 
 
 def kernelbench_style_times(backend: str, size: str, repeats: int) -> dict | None:
-    solution = HERE / "kernelbench_style" / f"relu_{backend}_load_inline.py"
+    solution = KB_STYLE / f"relu_{backend}_load_inline.py"
     if not solution.exists():
         return None
     task = bundled().get(TASK)
@@ -71,7 +73,7 @@ def kernelbench_style_times(backend: str, size: str, repeats: int) -> dict | Non
     runs = []
     for i in range(2):  # the first builds (cold), the second finds torch's extension cache (warm)
         started = time.perf_counter()
-        out = subprocess.run([sys.executable, str(HERE / "kernelbench_style" / "harness.py"), str(task_file),
+        out = subprocess.run([sys.executable, str(KB_STYLE / "harness.py"), str(task_file),
                               str(solution), device], capture_output=True, text=True, check=False)
         wall = time.perf_counter() - started
         if out.returncode == 0:
@@ -87,7 +89,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backends", default="cpp,triton,cuda")
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--out", default=str(HERE / "eval_speed.md"))
+    parser.add_argument("--out", default=str(RESULTS / "eval_speed.md"))
     args = parser.parse_args()
     gpu = torch.cuda.is_available()
     rows = []
@@ -108,7 +110,8 @@ def main() -> None:
         (f"- task {TASK}; kernelgym: one warm pool, median of {args.repeats} new candidates (cold: never "
          "built; warm: the same source again); KernelBench-style: fresh process, load_inline, 5 correctness "
          "+ 100 timed trials"),
-        f"- command: `python benchmarks/eval_speed.py --backends {args.backends} --repeats {args.repeats}`",
+        (f"- command: `python benchmarks/judge_speed/eval_speed.py --backends {args.backends} "
+         f"--repeats {args.repeats}`"),
         "",
         ("| backend | size | kernelgym cold s | kernelgym warm s | kernelgym warm harness s | "
          "KernelBench-style cold s | KernelBench-style warm s | speedup (kernelgym / KB-style) |"),

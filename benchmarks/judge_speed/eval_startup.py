@@ -1,7 +1,8 @@
 """`kernelgym eval FILE` as a user runs it: the whole command's wall time against its evaluation's, with the
 worker's warm-ups (the pool's default) and without them (what the command uses for one file), side by side.
 
-    python benchmarks/eval_startup.py [--repeats 5] [--backend cpp] [--task L1/1_ReLU] [--file PATH]
+    python benchmarks/judge_speed/eval_startup.py [--repeats 5] [--backend cpp] [--task L1/1_ReLU] \
+        [--file PATH]
 
 Each run is a fresh `python` process that builds a one-worker pool, judges the file once and closes the
 pool, timed from outside; the two settings alternate so that load drifts hit both alike. The evaluation's
@@ -52,7 +53,7 @@ def main() -> None:
     parser.add_argument("--task", default="L1/1_ReLU")
     parser.add_argument("--file", default="", help="the solution (default: the bundled example)")
     args = parser.parse_args()
-    path = args.file or str(Path(__file__).resolve().parents[1] / "kernelgym" / "solutions" / args.backend /
+    path = args.file or str(Path(__file__).resolve().parents[2] / "kernelgym" / "solutions" / args.backend /
                             "level1" / "1_ReLU.py")
     runs: dict[str, list[dict]] = {"on": [], "off": []}
     for _ in range(args.repeats):

@@ -1,6 +1,6 @@
-"""kernelgym against a plain KernelBench-style evaluation on one GPU, in one run (writes RESULTS.md).
+"""kernelgym against a plain KernelBench-style evaluation on one GPU, in one run (writes a markdown report).
 
-    python benchmarks/gpu_results.py [--repeats 4] [--workers 4] [--out benchmarks/RESULTS.md]
+    python benchmarks/judge_speed/gpu_results.py [--repeats 4] [--workers 4] [--out FILE.md]
 
 1. Wall time per evaluation, cold (a source never built) and warm (the same source again), for a
    KernelBench-format load_inline solution, the lean CUDA form and Triton.
@@ -36,7 +36,8 @@ from kernelgym.stats import median
 from kernelgym.tasks import bundled
 
 HERE = Path(__file__).parent
-HARNESS = HERE / "kernelbench_style" / "harness.py"
+KB_STYLE = HERE.parent / "kernelbench_style"  # the KernelBench-style harness and sources
+HARNESS = KB_STYLE / "harness.py"
 
 
 @dataclass
@@ -233,9 +234,10 @@ def report(args, data: dict) -> str:
         (f"- date: {datetime.date.today()}; machine: {_machine()}, {os.cpu_count()} cores; "
          f"python {platform.python_version()}, torch {torch.__version__}, triton {_triton_version()}, "
          f"kernelgym {kernelgym.__version__}"),
-        (f"- command: `python benchmarks/gpu_results.py --repeats {args.repeats} --workers {args.workers} "
+        (f"- command: `python benchmarks/judge_speed/gpu_results.py --repeats {args.repeats} "
+         f"--workers {args.workers} "
          f"--phases {args.phases}` "
-         "(through `bash benchmarks/gpu_run.sh results` on the H200 host)"),
+         "(through `bash benchmarks/gpu/gpu_run.sh results` on the H200 host)"),
         ("- KernelBench-style: `benchmarks/kernelbench_style/harness.py`, a fresh process per evaluation "
          "that imports the solution next to the reference, runs 5 correctness trials, then 100 timed trials "
          "per side with CUDA events (mean); its caches (torch extensions, kernelgym's native builds) start "
@@ -364,7 +366,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--copies", type=int, default=2,
                         help="new sources per solution in the throughput batch")
-    parser.add_argument("--out", default=str(HERE / "RESULTS.md"))
+    parser.add_argument("--out", default=str(HERE.parent / "results" / "judge_speed" / "gpu_results.md"))
     parser.add_argument("--smoke", action="store_true",
                         help="no GPU: every phase with cpp solutions at the cpu size")
     parser.add_argument("--phases", default=",".join(PHASES),
@@ -377,7 +379,7 @@ def main() -> None:
     caches = Path(tempfile.mkdtemp(prefix="kg-results-"))
     kb_file = "relu_cpp_load_inline.py" if args.smoke else "relu_cuda_load_inline.py"
     load_inline = Solution(f"{MODE.backend('cuda')} L1/1_ReLU (KernelBench format, load_inline)",
-                           MODE.backend("cuda"), "L1/1_ReLU", HERE / "kernelbench_style" / kb_file)
+                           MODE.backend("cuda"), "L1/1_ReLU", KB_STYLE / kb_file)
     agree_set = [s for s in (example_solution(b, t) for b, t in AGREEMENT) if s is not None]
     relu = [example_solution(b, "L1/1_ReLU") for b in ("cuda", "triton")]
     data = {"wall": [], "agreement": [], "throughput": None, "ncu": [], "empty_region": None}

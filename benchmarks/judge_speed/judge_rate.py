@@ -1,6 +1,6 @@
 """New curriculum candidates a minute through the judge, per backend: the rate an RL step's rollouts see.
 
-    python benchmarks/judge_rate.py --backend triton --workers 8 --count 48 [--out DIR]
+    python benchmarks/judge_speed/judge_rate.py --backend triton --workers 8 --count 48 [--out DIR]
 
 Each candidate is a curriculum training task's bundled solution made new with a unique comment line, so
 every one is a fresh build, as a policy's replies are. All are submitted at once to one EvalPool (the

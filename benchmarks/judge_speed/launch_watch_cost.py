@@ -3,7 +3,7 @@ exporting the probed launch entries, loaded by a child with N idle threads; Laun
 parts of stopping it (disable, read, close the perf events) timed on it, then a whole LaunchWatch.stop()
 (which leaves the close to a background thread).
 
-    python benchmarks/launch_watch_cost.py [--threads 1,10,30]
+    python benchmarks/judge_speed/launch_watch_cost.py [--threads 1,10,30]
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@
 2. `kernelgym eval --task L1/1_ReLU FILE` on a solution already built: the command's wall time beside the
    evaluation's own `wall_s`.
 
-    python benchmarks/quick_answers.py [--repeats 5] [--out benchmarks/quick_answers.md]
+    python benchmarks/judge_speed/quick_answers.py [--repeats 5] \
+        [--out benchmarks/results/judge_speed/quick_answers.md]
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).parent
-sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE.parents[1]))  # the repository root
 
 REJECTED = {
     "syntax error": "class ModelNew(:\n    pass\n",
@@ -71,7 +72,7 @@ def cli_overhead(repeats: int) -> list[dict]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--out", default=str(HERE / "quick_answers.md"))
+    parser.add_argument("--out", default=str(HERE.parent / "results" / "judge_speed" / "quick_answers.md"))
     args = parser.parse_args()
     import torch
 
@@ -80,7 +81,7 @@ def main() -> None:
              f"{platform.python_version()}, torch {torch.__version__}; "
              f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; load average "
              f"{os.getloadavg()[0]:.1f} at the start."), "",
-             f"    python benchmarks/quick_answers.py --repeats {args.repeats}", "",
+             f"    python benchmarks/judge_speed/quick_answers.py --repeats {args.repeats}", "",
              "## A rejected reply: seconds from a fresh EvalPool to its verdict (no worker started)", "",
              "| reply | verdict reason | median s | runs |", "|---|---|---|---|"]
     for name, source in REJECTED.items():

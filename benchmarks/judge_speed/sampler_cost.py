@@ -1,7 +1,7 @@
 """The worker's cost of sampling one batch (evaluation/own_code.py), against an idle process that imported
 torch (its maps are what a candidate's look like): opening events per batch versus resuming open ones.
 
-    python benchmarks/sampler_cost.py
+    python benchmarks/judge_speed/sampler_cost.py
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """Warm evaluations of one solution on this machine: the median of each part of the timing stage.
 
-    python benchmarks/timing_parts.py TASK_ID SOLUTION_FILE [COUNT] [--backend cpp]
-    python benchmarks/timing_parts.py TASK_ID SOLUTION_FILE [COUNT] --parts reference [--forget-costs]
+    python benchmarks/judge_speed/timing_parts.py TASK_ID SOLUTION_FILE [COUNT] [--backend cpp]
+    python benchmarks/judge_speed/timing_parts.py TASK_ID SOLUTION_FILE [COUNT] --parts reference \
+        [--forget-costs]
 
 On a GPU these parts are what holds the timing slot (inputs made, inputs mapped, both sides run, outputs
 checked). `--parts reference` gives the reference process's start-up parts instead; `--forget-costs` drops

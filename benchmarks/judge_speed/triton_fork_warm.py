@@ -5,7 +5,7 @@ compile of a new kernel in such a fork (to a cubin for sm_90, no GPU needed): fi
 has only imported torch and Triton (as the worker had), then from the same parent after
 `kernelgym.workers.triton_warm.warm_compiler`, in one run:
 
-    python benchmarks/triton_fork_warm.py [--runs 5]
+    python benchmarks/judge_speed/triton_fork_warm.py [--runs 5]
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """Warm evaluations of one bundled cpp solution in one warm pool: the median wall time, how many batches the
 timing ran, and how many evaluations fell back to the candidate's in-process profile (its samples too few).
 
-    python benchmarks/warm_batches.py --task L1/1_ReLU --runs 10
+    python benchmarks/judge_speed/warm_batches.py --task L1/1_ReLU --runs 10
 
-Run it with PYTHONPATH pointing at each tree to compare two judges side by side (benchmarks/eval_speed.md).
+Run it with PYTHONPATH pointing at each tree to compare two judges side by side
+(benchmarks/results/judge_speed/eval_speed.md).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Where a worker's start goes: each step of `kernelgym.workers.worker._preimport`, timed in a fresh process.
 
-    python benchmarks/worker_start.py            # the steps one after another, as a worker runs them
-    python benchmarks/worker_start.py --whole    # the worker's own _preimport as one figure
+    python benchmarks/judge_speed/worker_start.py          # the steps one by one, as a worker runs them
+    python benchmarks/judge_speed/worker_start.py --whole  # the worker's own _preimport as one figure
 
 A pool's worker starts before its first evaluation, so on a one-file `kernelgym eval` this is most of the
 command's time beyond the evaluation. On a GPU host the Triton steps compile for the GPU's target; nothing

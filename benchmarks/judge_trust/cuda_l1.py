@@ -1,6 +1,6 @@
 """Judge the CUDA-L1 published solutions (an RL-trained model's KernelBench answers) and compare with labels.
 
-    python benchmarks/cuda_l1.py [--corpus PATH] [--levels 1,2,3] [--only legit,hack] [--sample N]
+    python benchmarks/judge_trust/cuda_l1.py [--corpus PATH] [--levels 1,2,3] [--only legit,hack] [--sample N]
         [--per-label N] [--seed S] [--ids 1/19,2/5] [--workers W] [--timing-budget S] [--out DIR]
 
 The corpus is read at run time (--corpus, $CUDA_L1_CORPUS, shared/corpora/cuda-l1/a100_pcie.json in the
@@ -30,9 +30,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 HERE = Path(__file__).parent
-CORPUS_PLACES = (HERE.parent / "shared" / "corpora" / "cuda-l1" / "a100_pcie.json",
+ROOT = HERE.parents[1]
+CORPUS_PLACES = (ROOT / "shared" / "corpora" / "cuda-l1" / "a100_pcie.json",
                  Path("/work/shared/corpora/cuda-l1/a100_pcie.json"))
-LABELS = HERE.parent / "tests" / "corpora" / "cuda_l1_labels.csv"
+LABELS = ROOT / "tests" / "corpora" / "cuda_l1_labels.csv"
 KERNEL_MARKERS = ("load_inline", "cpp_extension", "__global__")
 VERDICT_CLASSES = ("ok", "hack", "incorrect", "compile_error", "other")
 

@@ -1,7 +1,8 @@
 """The judge's integrity score: every corpus in tests/ through the real judge, per backend.
 
-    python benchmarks/integrity.py                 # the CPU corpora (cpp), into benchmarks/integrity.md
-    python benchmarks/integrity.py --backend cuda  # on a GPU host: the triton and cuda cheats too
+    python benchmarks/judge_trust/integrity.py                 # the CPU corpora (cpp), into
+                                                               # benchmarks/results/judge_trust/integrity.md
+    python benchmarks/judge_trust/integrity.py --backend cuda  # on a GPU host: the triton and cuda cheats too
 
 Counts, per backend:
 - cheats credited: a cheat of tests/adversarial that a reward pays more than its honest limit (the corpus's
@@ -10,7 +11,8 @@ Counts, per backend:
 - cheats judged ok: the verdict was `ok` (defused to its honest part, or a hole);
 - false rejections: an honest solution (tests/legit, kernelgym's bundled examples, those of the backward
   suite) not judged `ok`. The backward suite's own cheats count too (credited: a verified speedup).
-The CUDA-L1 corpus (tests/corpora/cuda_l1_labels.csv) is GPU-only: benchmarks/cuda_l1.py judges it there.
+The CUDA-L1 corpus (tests/corpora/cuda_l1_labels.csv) is GPU-only: benchmarks/judge_trust/cuda_l1.py judges it
+there.
 """
 
 from __future__ import annotations
@@ -24,8 +26,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "benchmarks" / "integrity.md"
+ROOT = Path(__file__).resolve().parents[2]
+OUT = ROOT / "benchmarks" / "results" / "judge_trust" / "integrity.md"
 
 
 def _module(path: Path, name: str):
@@ -164,7 +166,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     rows = _judge(set(args.backend or ["cpp"]), args.workers)
     print("\n".join(_score(rows)))
-    args.out.write_text(_report(rows, "python benchmarks/integrity.py " + " ".join(argv or sys.argv[1:])))
+    command = "python benchmarks/judge_trust/integrity.py " + " ".join(argv or sys.argv[1:])
+    args.out.write_text(_report(rows, command))
     print(f"written to {args.out}")
     return 1 if any(r.failure in ("credited", "false rejection") for r in rows) else 0
 

@@ -2,7 +2,7 @@
 bundled
 Triton and CUDA examples (honest: all must be ok) and the GPU cheats of tests/adversarial (none may earn).
 
-    python benchmarks/judge_gpu.py --kernelbench DIR --out judge_gpu.md [--budget-s 1.0]
+    python benchmarks/judge_trust/judge_gpu.py --kernelbench DIR --out judge_gpu.md [--budget-s 1.0]
 
 DIR holds files laid out from a KernelBench checkout (never committed): fewshot/task_<name>.py with
 fewshot/sol_<name>.py (src/kernelbench/prompts/few_shot/model_ex_<name>.py and model_new_ex_<name>.py), and
@@ -166,7 +166,8 @@ def _write(out: Path, rows: list[dict], sandbox: SandboxConfig) -> None:
 
     lines = [f"# The judge on {torch.cuda.get_device_name()} ({time.strftime('%Y-%m-%d')})", "",
              (f"torch {torch.__version__}; sandbox: {'full' if sandbox.drop_privileges else 'relaxed'}; "
-              "command: `python benchmarks/judge_gpu.py --kernelbench kb --out judge_gpu.md`"), "",
+              "command: `python benchmarks/judge_trust/judge_gpu.py --kernelbench kb --out judge_gpu.md`"),
+             "",
              "| kind | name | verdict | speedup | verified | calls/batch | readback ms | wall s | reason |",
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in rows:

@@ -2,7 +2,8 @@
 a busy loop on the timing core; and, once, built without AVX-512 (issue 47: 0.04x on one run, 1.3x on
 another).
 
-    python benchmarks/l3_under_load.py [--repeats 3] [--label NAME] [--out benchmarks/l3_under_load.md]
+    python benchmarks/judge_trust/l3_under_load.py [--repeats 3] [--label NAME] \
+        [--out benchmarks/results/judge_trust/l3_under_load.md]
 
 Loads (each started before its evaluations and killed after them):
 - idle: nothing of this script's (the machine may still run other tenants' work: see the load average);
@@ -119,7 +120,7 @@ def main() -> None:
     parser.add_argument("--conditions", default="idle,training,burner,no-avx512")
     parser.add_argument("--threads", type=int, default=1, help="EvalOptions.threads (the default is 1)")
     parser.add_argument("--label", default="")
-    parser.add_argument("--out", default=str(HERE / "l3_under_load.md"))
+    parser.add_argument("--out", default=str(HERE.parent / "results" / "judge_trust" / "l3_under_load.md"))
     args = parser.parse_args()
     core = min(os.sched_getaffinity(0))  # slot 0 of a one-worker pool times on the first core
     rows = []
@@ -133,7 +134,8 @@ def main() -> None:
     machine = (f"- {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC; {cpu_name()}, "
                f"{os.cpu_count()} cores; python {platform.python_version()}, torch {torch.__version__}; "
                f"judge at commit {commit}")
-    command = (f"- command: `python benchmarks/l3_under_load.py --repeats {args.repeats} --conditions "
+    command = (f"- command: `python benchmarks/judge_trust/l3_under_load.py --repeats {args.repeats} "
+               f"--conditions "
                f"{args.conditions} --threads {args.threads}"
                f"{' --label ' + repr(args.label) if args.label else ''}`")
     lines = [f"## {args.label or commit}", "", machine, command, "", *table(rows), ""]

@@ -5,7 +5,7 @@ static; a Triton kernel; ATen ops; cuBLAS; a CUDA graph). For each, this process
 (`kernelgym.evaluation.call_probe.CallProbe`) on the launch entries of the CUDA runtime and of the driver
 mapped in the child, and prints the calls counted by the file that made them, and what a probed launch costs.
 
-    python benchmarks/launch_probe_gpu.py [--out FILE.md] [--judge N]
+    python benchmarks/judge_trust/launch_probe_gpu.py [--out FILE.md] [--judge N]
 
 With --judge N it then judges N bundled examples of each GPU backend and the GPU cheats of
 tests/adversarial with the launch rules on (`EvalOptions.launch_rules`), and prints each verdict beside
@@ -117,7 +117,7 @@ def judged(per_backend: int, workers: int) -> list[str]:
     from kernelgym.tasks import bundled
     from kernelgym.workers.pool import EvalPool
 
-    corpus = Path(__file__).resolve().parents[1] / "tests" / "adversarial"
+    corpus = Path(__file__).resolve().parents[2] / "tests" / "adversarial"
     cases = [(f"honest {e.backend}", e.task_id.removeprefix("bundled/"), e.backend, e.path.read_text())
              for backend in ("triton", "cuda") for e in examples(backend)[:per_backend]]
     for path in sorted(corpus.glob("*.py")):

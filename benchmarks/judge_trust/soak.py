@@ -1,8 +1,9 @@
 """Soak and fault injection: N concurrent environments x M episodes each on one shared EvalPool, while faults
 are injected from outside, then checks that the judge's faults were never charged to the agent.
 
-    python benchmarks/soak.py --envs 8 --episodes 200 --out runs/soak          # CPU, cpp backend
-    python benchmarks/soak.py --gpu --envs 4 --episodes 25 --max-minutes 2.5 --fault-every 3 --out "$OUT"
+    python benchmarks/judge_trust/soak.py --envs 8 --episodes 200 --out runs/soak          # CPU, cpp backend
+    python benchmarks/judge_trust/soak.py --gpu --envs 4 --episodes 25 --max-minutes 2.5 --fault-every 3 \
+        --out "$OUT"
                                                     # H200 (about 3.5 min): triton + a poisoned CUDA context
 
 Faults (--faults, comma-separated; each at random times, on average every --fault-every seconds):
@@ -13,11 +14,11 @@ Faults (--faults, comma-separated; each at random times, on average every --faul
   disk       the cache folder's disk filled to the last MiB for --disk-hold-s (a tmpfs of --cache-mb, as root)
   memory     a memory hog in the judge's memory cgroup (as root, cgroup v1 or v2) that the OOM killer spares:
              the kernel kills a judge process instead, as on a host out of memory
-The replayed solutions (benchmarks/soak_solutions.py) are honest bundled ones and ones that fail on their own
-(segfault, exit, compile error, wrong output, over the memory limit, a PyTorch passthrough; on the GPU also an
-out-of-bounds store that poisons the candidate's CUDA context). Each one's verdict is measured once before the
-faults start; during the soak every episode must end with that verdict, or `infrastructure_error` (not
-judged, reward 0), or `crash` when a candidate process was killed while it ran.
+The replayed solutions (benchmarks/judge_trust/soak_solutions.py) are honest bundled ones and ones that fail
+on their own (segfault, exit, compile error, wrong output, over the memory limit, a PyTorch passthrough; on
+the GPU also an out-of-bounds store that poisons the candidate's CUDA context). Each one's verdict is measured
+once before the faults start; during the soak every episode must end with that verdict, or
+`infrastructure_error` (not judged, reward 0), or `crash` when a candidate process was killed while it ran.
 
 Checks: no episode lost; no fault of the judge charged to the agent; every fault of the candidate charged to
 it; no process or temp file left behind; worker RSS and open fds flat. Writes soak.json and soak.md to --out;

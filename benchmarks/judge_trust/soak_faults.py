@@ -1,6 +1,5 @@
-"""The outside world of benchmarks/soak.py: a small tmpfs for the cache, a memory cgroup for the judge, the
-fault
-injector, and a sampler of the workers' memory and file descriptors."""
+"""The outside world of benchmarks/judge_trust/soak.py: a small tmpfs for the cache, a memory cgroup for the
+judge, the fault injector, and a sampler of the workers' memory and file descriptors."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The solutions benchmarks/soak.py replays: honest ones (bundled) and ones whose failure is the candidate's
-own.
+"""The solutions benchmarks/judge_trust/soak.py replays: honest ones (bundled) and ones whose failure is the
+candidate's own.
 
 Each is (name, task id, source, honest). The expected verdict of each is measured once without faults at the
 start of a soak, so nothing here hard-codes what the judge says.

@@ -1,7 +1,8 @@
 """How stable the judge's speedup is from one evaluation to the next: the same solution judged N times on a
 fresh evaluation each (new processes, new inputs), the distribution of its speedup and the CV.
 
-    python benchmarks/timing_stability.py [--repeats 10] [--backend cpp] [--label NAME] [--out FILE.md]
+    python benchmarks/judge_trust/timing_stability.py [--repeats 10] [--backend cpp] [--label NAME] \
+        [--out FILE.md]
 
 Issue 14 asks for a CV of 1% or less over 10 repeats for each of 5 benchmark solutions.
 """
@@ -60,7 +61,7 @@ def main() -> None:
     parser.add_argument("--backend", default="cpp")
     parser.add_argument("--tasks", default=",".join(TASKS))
     parser.add_argument("--label", default="", help="a name for this run in the report (e.g. the commit)")
-    parser.add_argument("--out", default=str(HERE / "timing_stability.md"))
+    parser.add_argument("--out", default=str(HERE.parent / "results" / "judge_trust" / "timing_stability.md"))
     args = parser.parse_args()
     entries = []
     with kernelgym.EvalPool(workers=1) as pool:
@@ -76,7 +77,7 @@ def main() -> None:
         "",
         (f"- date {datetime.date.today()}; {device}, {platform.node()}, {torch.get_num_threads()} threads; "
          f"python {platform.python_version()}, torch {torch.__version__}; commit {commit}"),
-        (f"- command: `python benchmarks/timing_stability.py --repeats {args.repeats} "
+        (f"- command: `python benchmarks/judge_trust/timing_stability.py --repeats {args.repeats} "
          f"--backend {args.backend}{' --label ' + repr(args.label) if args.label else ''}`"),
         "",
         "| solution | ok | median speedup | range | speedup CV | reference ms CV | candidate ms CV |",

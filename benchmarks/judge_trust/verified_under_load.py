@@ -1,6 +1,7 @@
 """How often the judge verifies a speedup on a busy machine, with and without a second, confirming timing.
 
-    python benchmarks/verified_under_load.py --repeats 12 [--tasks L1/1_ReLU,L1/23_Sum_Dim,L1/7_GELU]
+    python benchmarks/judge_trust/verified_under_load.py --repeats 12 \
+        [--tasks L1/1_ReLU,L1/23_Sum_Dim,L1/7_GELU]
 
 Bundled cpp solutions, each judged --repeats times per arm by a pool of 2 workers kept busy (two evaluations
 at once on a 2-core machine, the arms interleaved). An arm is `confirm_verified` on or off. A speedup

@@ -15,20 +15,22 @@ ReLU sources of benchmarks/, plus benchmarks/kb_format_cuda/ answers to KernelBe
 `--kernelbench DIR` names a checkout), each one made new by a marker in its kernel source.
 
 On the GPU host (H200s, torch 2.11, triton 3.6; no internet), one device call per GPU count on the
-`nvidia-h200-x4` kind (or `-x8`, adding `--gpus 8`), carrying `.whl` (from `bash benchmarks/ray_wheels.sh`):
+`nvidia-h200-x4` kind (or `-x8`, adding `--gpus 8`), carrying `.whl` (from
+`bash benchmarks/gpu/ray_wheels.sh`):
 
     pip install -q --no-index --find-links .whl ray; export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
-    python3 benchmarks/ray_multi_gpu.py --gpus 1 --out "$OUT" [--kernelbench DIR]
+    python3 benchmarks/scale/ray_multi_gpu.py --gpus 1 --out "$OUT" [--kernelbench DIR]
     # the next calls: the same with --gpus 2, then --gpus 4 (then --gpus 8 on an 8-GPU host)
     # here, over the files that came back (ray_multi_gpu_<N>.json of each call):
-    python benchmarks/ray_multi_gpu.py --report DIR/ray_multi_gpu_*.json --out benchmarks
+    python benchmarks/scale/ray_multi_gpu.py --report DIR/ray_multi_gpu_*.json --out benchmarks/results/scale
 
 DIR is a KernelBench checkout carried along, e.g. made here by `mkdir .kb && git --git-dir=/work/.mirror/
 ScalingIntelligence+KernelBench/repo archive HEAD KernelBench | tar -x -C .kb` (`.kb` ignored, in `carry`).
 
 Each call must end within 10 minutes: the warm-up of the seed cache (at most 180 s, before the clock), then
 100 candidates: about 4-5 minutes on one GPU at the 24 new candidates a minute that one H200 with 8 workers
-sustained (benchmarks/cold_build_gpu.md), less on more GPUs. Nothing new starts `--deadline-s` (540 s) after
+sustained (benchmarks/results/judge_speed/cold_build_gpu.md), less on more GPUs. Nothing new starts
+`--deadline-s` (540 s) after
 the process started; the candidates left out are listed, and the report compares the candidates every run
 finished (the table gives the count).
 
@@ -59,10 +61,10 @@ AGREE = 0.10  # timings agree when the speedups differ by less than this, or the
 def _kb_format_sources() -> list[str]:
     """KernelBench-format CUDA ReLU answers shipped with the benchmarks (load_inline, the extension built at
     import)."""
-    sys.path.insert(0, str(HERE))
+    sys.path.insert(0, str(HERE.parent / "judge_trust"))
     from judge_gpu import RELU_SOLUTION
 
-    return [RELU_SOLUTION, (HERE / "kernelbench_style" / "relu_cuda_load_inline.py").read_text()]
+    return [RELU_SOLUTION, (HERE.parent / "kernelbench_style" / "relu_cuda_load_inline.py").read_text()]
 
 
 def _own_answers(kernelbench: Path | None) -> list[dict]:
@@ -70,7 +72,7 @@ def _own_answers(kernelbench: Path | None) -> list[dict]:
     if kernelbench is None:
         return []
     found = []
-    for path in sorted((HERE / "kb_format_cuda").glob("l[123]_*.py")):
+    for path in sorted((HERE.parent / "kb_format_cuda").glob("l[123]_*.py")):
         level, _, problem = path.stem[1:].partition("_")
         task = kernelbench / "KernelBench" / f"level{level}" / f"{problem}.py"
         if task.exists():

@@ -5,11 +5,12 @@ Two parts:
    with fake actors that sleep for service times drawn from the H200 measurements (scaled down), and with
    zero service time (what the driver alone sustains);
 2. simulated (discrete events): N GPU actors on nodes of 8 GPUs, each evaluation's stages drawn from the H200
-   measurements (benchmarks/results_h200_run_{b,c,d}.json and the cold per-example table of RESULTS.md), the
+   measurements (benchmarks/results/archive/results_h200_run_{b,c,d}.json and the cold per-example table of
+   benchmarks/results/archive/gpu_results_h200.md), the
    timing slot exclusive per GPU, builds holding a CPU core of their node, and the driver serving every
    dispatch and every answer one at a time at the cost measured in part 1.
 
-    python benchmarks/ray_scale.py --out benchmarks   # writes ray_scale.json and ray_scale.png
+    python benchmarks/scale/ray_scale.py   # ray_scale.json and ray_scale.png into benchmarks/results/scale
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 HERE = Path(__file__).parent
+# the service times: the H200 runs of 2026-12-02 (gpu_results.py, the judge before issue 13), archived
+ARCHIVE = HERE.parent / "results" / "archive"
 GPUS_PER_NODE = 8
 NS = (1, 2, 4, 8, 16, 32, 64)
 
@@ -63,20 +66,21 @@ def _stage_records() -> list[tuple[str, dict, float]]:
                 walk(value, label)
 
     for run in "bcd":
-        walk(json.loads((HERE / f"results_h200_run_{run}.json").read_text()), "")
+        walk(json.loads((ARCHIVE / f"results_h200_run_{run}.json").read_text()), "")
     return [r for r in found if "load_inline" not in json.dumps(r)]
 
 
 def _cold_rows() -> list[tuple[str, str]]:
     """(backend, task id) of each row of _cold_table(), in its order."""
-    text = (HERE / "RESULTS.md").read_text().split("## Every example", 1)[1].split("\n## ", 1)[0]
+    text = (ARCHIVE / "gpu_results_h200.md").read_text().split("## Every example", 1)[1].split("\n## ", 1)[0]
     ids = re.findall(r"^\| (L\d/\S+) \| [\d.]+x", text, re.MULTILINE)
     return [(backend, task) for task in ids for backend in ("triton", "cuda")]
 
 
 def _cold_table() -> list[tuple[str, float, float]]:
-    """(backend, wall_s, build_s) of every example's cold evaluation (RESULTS.md, 'Every example', run D)."""
-    text = (HERE / "RESULTS.md").read_text().split("## Every example", 1)[1].split("\n## ", 1)[0]
+    """(backend, wall_s, build_s) of every example's cold evaluation (gpu_results_h200.md, 'Every example',
+    run D)."""
+    text = (ARCHIVE / "gpu_results_h200.md").read_text().split("## Every example", 1)[1].split("\n## ", 1)[0]
     rows = []
     for line in text.splitlines():
         m = re.match(r"\| L\d/\S+ \| [\d.]+x \| ([\d.]+) \| [\d.]+x \| ([\d.]+) \(([\d.]+)", line)
@@ -319,8 +323,8 @@ def driver_limited(driver_s: float, cold: list[Service], warm: list[Service], ev
 
 
 def run_b_check(cold: list[Service], warm: list[Service], seed: int) -> dict:
-    """The model against the one concurrent measurement on the H200 (RESULTS.md, run B): 10 new candidates,
-    two of each of five solutions, through 4 workers on one GPU, 17.0 s wall."""
+    """The model against the one concurrent measurement on the H200 (gpu_results_h200.md, run B): 10 new
+    candidates, two of each of five solutions, through 4 workers on one GPU, 17.0 s wall."""
     table = {row: s for row, s in zip(_cold_rows(), cold, strict=True)}
     picked = [table[k]
               for k in (("cuda", "L1/10_Softmax"), ("cuda", "L1/16_RMSNorm"), ("cuda", "L1/2_Matmul_Square"),
@@ -365,7 +369,7 @@ def plot(path: Path, study: dict) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", default=str(HERE))
+    parser.add_argument("--out", default=str(HERE.parent / "results" / "scale"))
     parser.add_argument("--evaluations", type=int, default=4000, help="per simulated point")
     parser.add_argument("--measure-actors", default="1,2,4,8", help="fake actors for the measured part")
     parser.add_argument("--scale", type=float, default=0.05, help="service times x this in the measured part")

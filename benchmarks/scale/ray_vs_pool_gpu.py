@@ -5,8 +5,8 @@ the candidates in turn (local then Ray for even candidates, Ray then local for o
 machine state. A cold pass (each candidate built by each evaluator) is followed by warm passes (the builds
 cached) while the time budget lasts. Writes $OUT/ray_vs_pool.json and $OUT/ray_vs_pool.md.
 
-On the host (no internet): Ray comes from the wheels made by benchmarks/ray_wheels.sh (carried in .whl):
-    pip install -q --no-index --find-links .whl ray && python benchmarks/ray_vs_pool_gpu.py --out "$OUT"
+On the host (no internet): Ray comes from the wheels made by benchmarks/gpu/ray_wheels.sh (carried in .whl):
+    pip install -q --no-index --find-links .whl ray && python benchmarks/scale/ray_vs_pool_gpu.py --out "$OUT"
 """
 
 from __future__ import annotations
