@@ -119,7 +119,8 @@ def test_triton_solutions_match_the_reference_in_the_interpreter(tmp_path):
 
 @pytest.mark.slow
 def test_a_sample_of_cpp_solutions_is_judged_ok(pool):
-    """One task of each family through the real judge on the CPU (benchmarks/davinci.md: all of them)."""
+    """One task of each family through the real judge on the CPU (benchmarks/results/agents/davinci.md: all of
+    them)."""
     items = curriculum()
     sample = [next(i for i in items if i.op.family == family) for family in sorted(FAMILIES)]
     fast = {"timing_trials": 5, "timing_budget_s": 0.3, "profile": False}

@@ -1,7 +1,8 @@
 """The fast build of a KernelBench-style `load_inline` extension: the same sources, the same Python module.
 
 torch compiles one unit, `<torch/extension.h>` + the user's C++ + pybind11 bindings, with the user's flags.
-Measured with gcc 12 and torch 2.13 (benchmarks/build_speed.md): even with torch's precompiled header, about
+Measured with gcc 12 and torch 2.13 (benchmarks/results/judge_speed/build_speed.md): even with torch's
+precompiled header, about
 15 CPU-seconds of that unit go to instantiating the templates of `torch/extension.h` itself (pybind11,
 torch::nn), which every unit that includes it pays whatever its code; `<torch/types.h>` costs a quarter.
 So the build is split:

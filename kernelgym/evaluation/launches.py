@@ -15,7 +15,8 @@ Graph launches are counted apart: one launch stands for any number of kernels.
 What this can and cannot say: counts and origins, never durations; launches from threads born during the
 batch are not seen (a perf-PMU uprobe is not inherited, see call_probe.py).
 
-Measured on an H100 (benchmarks/launch_evidence_gpu.md): 8 honest Triton and CUDA examples had every launch
+Measured on an H100 (benchmarks/results/judge_trust/launch_evidence_gpu.md): 8 honest Triton and CUDA examples
+had every launch
 attributed to their own code (Triton's launcher, the extension's library) and stayed `ok` with the rules
 on. But an event per thread, function and library made the profile stage 4.7-4.9 s instead of 0.1-0.2 s:
 closing a uprobe made through the perf PMU costs ~88 ms, serialized. The uprobes are now defined once in

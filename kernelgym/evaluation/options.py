@@ -44,7 +44,7 @@ class EvalOptions:
     ncu: bool = False  # GPU: Nsight Compute counters per kernel after an ok verdict (costs seconds; opt-in)
     # GPU: count the profiled batch's kernel launches by library from outside the candidate (uprobes,
     # evaluation/launches.py) and record them. Opt-in until measured on a GPU host again: with PMU uprobes
-    # it cost 4.7-4.9 s an evaluation on an H100 (benchmarks/launch_evidence_gpu.md)
+    # it cost 4.7-4.9 s an evaluation on an H100 (benchmarks/results/judge_trust/launch_evidence_gpu.md)
     launch_evidence: bool = False
     launch_rules: bool = False  # and let them decide against the candidate's own profile (implies the above)
     ncu_timeout_s: float = 60.0

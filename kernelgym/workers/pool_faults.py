@@ -25,7 +25,8 @@ def failed_result(job: EvalJob, verdict: Verdict, reason: str) -> EvalResult:
 
 @dataclass
 class InfraStats:
-    """What the pool did about faults of the judge, over its lifetime (read by benchmarks/soak.py)."""
+    """What the pool did about faults of the judge, over its lifetime (read by
+    benchmarks/judge_trust/soak.py)."""
 
     rejudged: int = 0  # evaluations run again after an infrastructure fault
     not_judged: int = 0  # evaluations answered `infrastructure_error` once the re-runs were spent

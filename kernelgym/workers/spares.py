@@ -8,7 +8,8 @@ made when the pair is taken, and the pair moved into it then, before any of its 
 
 A GPU pair starts on any of the worker's cores and is pinned to its evaluation's cores when taken: started on
 those cores, its two CUDA contexts (about a second of CPU) competed with the evaluation under way there, and
-on the H100 the timing stage of a warm evaluation took 2-4 s instead of 0.5 s (benchmarks/cold_build_gpu.md).
+on the H100 the timing stage of a warm evaluation took 2-4 s instead of 0.5 s
+(benchmarks/results/judge_speed/cold_build_gpu.md).
 A CPU pair is pinned from its start: the worker judges a CPU candidate by the cores its threads last ran on.
 """
 

@@ -2,7 +2,8 @@
 
 A process's first Triton compile pays for loading the compiler's backend (LLVM's targets, libdevice, the
 ptxas version) before its kernel's own work: 0.5-0.8 s against 0.05 s for the next kernel, measured on the
-project's 2-core VM (benchmarks/build_speed.md). Each evaluation is a fresh process forked from the worker,
+project's 2-core VM (benchmarks/results/judge_speed/build_speed.md). Each evaluation is a fresh process forked
+from the worker,
 so each paid it, in its first correctness batch. Compiling one trivial kernel here, for the GPU's target and
 without touching the CUDA driver, leaves that state loaded in every fork (0.12-0.19 s for a new kernel there).
 """

@@ -1,9 +1,10 @@
-"""benchmarks/cold_build_gpu.py's curve: the steady rate leaves out the pipeline's filling and its drain."""
+"""benchmarks/judge_speed/cold_build_gpu.py's curve: the steady rate leaves out the pipeline's filling and its
+drain."""
 
 import importlib.util
 from pathlib import Path
 
-SCRIPT = Path(__file__).parents[2] / "benchmarks" / "cold_build_gpu.py"
+SCRIPT = Path(__file__).parents[2] / "benchmarks" / "judge_speed" / "cold_build_gpu.py"
 
 
 def _script():

@@ -1,4 +1,5 @@
-"""benchmarks/gpu_results.py runs on scarce GPU time: its --smoke mode runs every phase on the CPU first."""
+"""benchmarks/judge_speed/gpu_results.py runs on scarce GPU time: its --smoke mode runs every phase on the CPU
+first."""
 
 import json
 import subprocess
@@ -7,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).parents[2] / "benchmarks" / "gpu_results.py"
+SCRIPT = Path(__file__).parents[2] / "benchmarks" / "judge_speed" / "gpu_results.py"
 
 
 @pytest.mark.slow

@@ -51,7 +51,8 @@ def corpus_flag_lists() -> list[tuple[str, list[str]]]:
     """Every literal flag list of the load_inline calls in the CUDA-L1 corpus and KernelBench's examples,
     where this machine has them (read at test time, never copied here)."""
     sources = []
-    spec = importlib.util.spec_from_file_location("cuda_l1_runner", ROOT / "benchmarks" / "cuda_l1.py")
+    spec = importlib.util.spec_from_file_location("cuda_l1_runner",
+                                                  ROOT / "benchmarks" / "judge_trust" / "cuda_l1.py")
     runner = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = runner
     spec.loader.exec_module(runner)

@@ -15,7 +15,8 @@ LABELS = Path(__file__).parent / "cuda_l1_labels.csv"
 
 
 def _runner():
-    spec = importlib.util.spec_from_file_location("cuda_l1_runner", ROOT / "benchmarks" / "cuda_l1.py")
+    spec = importlib.util.spec_from_file_location("cuda_l1_runner",
+                                                  ROOT / "benchmarks" / "judge_trust" / "cuda_l1.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # its dataclasses look their module up
     spec.loader.exec_module(module)

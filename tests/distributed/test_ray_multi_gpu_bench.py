@@ -1,5 +1,5 @@
-"""benchmarks/ray_multi_gpu.py runs on scarce multi-GPU time: its candidate mix and report are checked here,
-and its --smoke mode runs the whole path (Ray, one actor per fake GPU, 1 then 2 GPUs) on the CPU."""
+"""benchmarks/scale/ray_multi_gpu.py runs on scarce multi-GPU time: its candidate mix and report are checked
+here, and its --smoke mode runs the whole path (Ray, one actor per fake GPU, 1 then 2 GPUs) on the CPU."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).parents[2] / "benchmarks" / "ray_multi_gpu.py"
+SCRIPT = Path(__file__).parents[2] / "benchmarks" / "scale" / "ray_multi_gpu.py"
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,8 @@
 """Kernel launches counted by the library that made them, from outside the launching process
 (evaluation/launches.py), and the rules that set them against the candidate's own profile. On the CPU with
 stand-in libraries built by the test: a "CUDA runtime" exporting the launch entries, a "cuBLAS" and a
-solution's library calling it; the real ones are checked on a GPU host (benchmarks/launch_probe_gpu.py)."""
+solution's library calling it; the real ones are checked on a GPU host
+(benchmarks/judge_trust/launch_probe_gpu.py)."""
 
 from __future__ import annotations
 

@@ -9,7 +9,8 @@ from kernelgym.skill_store.retrieval import Retriever
 from kernelgym.skill_store.tokens import tokenize
 from kernelgym.tasks import bundled
 
-# Measured with `python benchmarks/skill_retrieval.py` (BM25 alone): recall@5 0.877, MRR 0.932 over 189 rows.
+# Measured with `python benchmarks/agents/skill_retrieval.py` (BM25 alone): recall@5 0.877, MRR 0.932 over 189
+# rows.
 MEASURED_RECALL, MEASURED_MRR, MARGIN = 0.877, 0.932, 0.02
 
 

@@ -7,7 +7,7 @@ import torch
 
 from kernelgym.workers import triton_warm
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks", "judge_speed"))
 from triton_fork_warm import child_compile_s
 
 

