@@ -1,0 +1,413 @@
+"""Every kernel launch of the candidate, watched by the worker from the candidate's construction to its end,
+taken batch by batch: the evidence `gpu_evidence.judge` decides on.
+
+launches.LaunchWatch probes one profiled batch, on the threads the candidate has when it starts, and keeps
+counts by caller. This watch differs where the GPU cheats of tests/adversarial went through:
+
+- it runs for the whole evaluation, the same in every batch: a uprobe is a breakpoint byte the candidate can
+  read in its own memory (cuda_uprobe_breakpoint_aware_passthrough.py), so a batch watched alone is a batch
+  it can tell apart;
+- each launch's registers and the top of its stack are copied by the kernel (PERF_SAMPLE_REGS_USER and
+  STACK_USER): the return address (the caller's file), the kernel launched (a runtime launch's `func` is its
+  host stub: the file and symbol that define it, cuda_launches_laundered_through_got.py) and its grid and
+  block (threads launched, a size the candidate's own kernels must match);
+- every thread of every process of the candidate's tree is probed, and new ones at each take; where the
+  uprobes are tracefs tracepoints, an inherited counting event on each thread also counts the launches of
+  threads and processes born since, which the sampled ones must account for
+  (triton_cublas_in_thread_born_per_call.py, triton_gemm_in_helper_process.py);
+- a library mapped later that defines launch entries and is neither built for the solution nor installed (a
+  copy of the runtime or of cuBLAS in the candidate's folder) is reported: its launches would not be seen.
+
+x86-64 only (the registers are read by their System V places). Tested on the CPU with stand-in libraries
+(tests/evaluation/test_launch_watch.py); not yet run on a GPU host.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import fcntl
+import os
+import platform
+import resource
+import struct
+from dataclasses import dataclass
+
+from kernelgym.evaluation import gpu_evidence as ge
+from kernelgym.evaluation.call_probe import PERF_TYPE_TRACEPOINT, _records, _tracepoint, _uprobe_type, _where
+from kernelgym.evaluation.ip_sampler import (
+    _ATTR_DISABLED,
+    _ATTR_EXCLUDE_HV,
+    _ATTR_EXCLUDE_KERNEL,
+    _ATTR_INHERIT,
+    _REFUSED,
+    _SYSCALL_PERF_EVENT_OPEN,
+    PERF_EVENT_IOC_ENABLE,
+    PERF_FLAG_FD_CLOEXEC,
+    PERF_RECORD_LOST,
+    PERF_RECORD_SAMPLE,
+    PERF_SAMPLE_IP,
+    PERF_SAMPLE_TID,
+    PerfUnavailable,
+    _libc,
+    _PerfEventAttr,
+    _refusal_reason,
+    _Ring,
+    _thread_ids,
+    executable_mappings_at,
+)
+from kernelgym.evaluation.symbols import symbols
+
+PERF_SAMPLE_REGS_USER = 1 << 12
+PERF_SAMPLE_STACK_USER = 1 << 13
+PERF_EVENT_IOC_SET_OUTPUT = 0x2405  # _IO('$', 5): this event's records go to another event's ring
+# x86-64 perf register numbers of the System V argument registers and the stack pointer, in the order the
+# kernel writes them (by number)
+_REGISTERS = (("cx", 2), ("dx", 3), ("si", 4), ("di", 5), ("sp", 7), ("r8", 16), ("r9", 17))
+STACK_BYTES = 256  # the return address, a stack argument, a launch config in the caller's frame
+
+# entry -> how its arguments say what was launched
+_RUNTIME = {"cudaLaunchKernel": "dim3", "cudaLaunchKernel_ptsz": "dim3",
+            "cudaLaunchCooperativeKernel": "dim3", "cudaLaunchCooperativeKernel_ptsz": "dim3",
+            "cudaLaunchKernelExC": "runtime_config", "cudaLaunchKernelExC_ptsz": "runtime_config",
+            "cudaGraphLaunch": "graph",
+            "cudaGraphLaunch_ptsz": "graph"}
+_DRIVER = {"cuLaunchKernel": "driver", "cuLaunchKernel_ptsz": "driver", "cuLaunchCooperativeKernel": "driver",
+           "cuLaunchCooperativeKernel_ptsz": "driver", "cuLaunchKernelEx": "driver_config",
+           "cuLaunchKernelEx_ptsz": "driver_config", "cuGraphLaunch": "graph", "cuGraphLaunch_ptsz": "graph"}
+LAUNCH_ENTRIES = tuple(_RUNTIME) + tuple(_DRIVER)
+
+
+def installed_folders() -> tuple[str, ...]:
+    """Folders whose libraries the candidate cannot have written: the system's, CUDA's, and the packages
+    next to torch (nvidia/ wheels: cuBLAS, cuDNN, the runtime)."""
+    import torch
+
+    site = os.path.dirname(os.path.dirname(os.path.realpath(torch.__file__)))
+    return (os.path.join(site, "nvidia") + os.sep, "/usr/local/cuda", "/usr/lib/", "/usr/lib64/", "/lib/",
+            "/lib64/", "/opt/nvidia/")
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One launch as the kernel recorded it, attributed."""
+
+    pid: int
+    tid: int
+    entry: str
+    caller: str  # the caller's file
+    stub: str | None  # the file the launched kernel's host stub lies in (runtime launches)
+    stub_symbol: str
+    threads: int | None
+
+
+def _u32(value: int) -> int:
+    return value & 0xFFFFFFFF
+
+
+def _product(*values: int) -> int:
+    total = 1
+    for value in values:
+        total *= value
+    return total
+
+
+def launch_size(kind: str, regs: dict[str, int], stack: bytes) -> tuple[int | None, int | None]:
+    """(the kernel or function address, threads launched) from a launch entry's registers and stack (the
+    stack copy starts at the return address). None where the arguments do not say."""
+    if kind == "dim3":  # cudaLaunchKernel(func, dim3 grid, dim3 block, ...): each dim3 in two registers
+        grid = (_u32(regs["si"]), regs["si"] >> 32, _u32(regs["dx"]))
+        block = (_u32(regs["cx"]), regs["cx"] >> 32, _u32(regs["r8"]))
+        return regs["di"], _product(*grid, *block)
+    if kind == "driver":  # cuLaunchKernel(f, gx, gy, gz, bx, by, bz, ...): bz is the first stack argument
+        if len(stack) < 12:
+            return regs["di"], None
+        bz = struct.unpack_from("<I", stack, 8)[0]
+        return regs["di"], _product(_u32(regs["si"]), _u32(regs["dx"]), _u32(regs["cx"]), _u32(regs["r8"]),
+                                    _u32(regs["r9"]), bz)
+    if kind in ("runtime_config", "driver_config"):  # a config struct, often in the caller's frame
+        function = regs["si"] if kind == "runtime_config" else regs["di"]
+        at = regs["di"] - regs["sp"]
+        if 0 <= at and at + 24 <= len(stack):
+            return function, _product(*struct.unpack_from("<6I", stack, at))
+        return function, None
+    return None, None
+
+
+class EvaluationLaunchWatch:
+    """The candidate's launches, from start(main_pid) to close(), taken per batch with take()."""
+
+    def __init__(self, own_files: set[str], torch_folders: tuple[str, ...] | None = None,
+                 vendor_folders: tuple[str, ...] | None = None, ring_pages: int = 64):
+        if torch_folders is None:
+            from kernelgym.evaluation.own_code import _torch_folders
+
+            torch_folders = _torch_folders()
+        self.own_files = own_files  # the Classifier's set: builds served later are seen as they come
+        self.torch_folders = torch_folders
+        self.vendor_folders = installed_folders() if vendor_folders is None else vendor_folders
+        self.ring_pages = ring_pages
+        self.refused = ""
+        self.main_pid = 0
+        self._targets: list[tuple[str, int, str, str]] = []  # (library, offset, entry, kind)
+        self._tracepoints: dict[tuple[str, int], int | None] = {}
+        self._probe_type = 0
+        self._rings: dict[int, _Ring] = {}  # tid -> the thread's ring (its other events write there)
+        self._fds: list[int] = []  # every event's fd but the rings'
+        self._counting: list[int] = []  # inherited counting events (tracepoints only)
+        self._counted = 0
+        self._probed_files: set[tuple[int, int]] = set()  # (device, inode) of the probed libraries
+        self._known_files: set[str] = set()  # mapped executable files already looked at
+        self._by_offset: dict[tuple[str, int], tuple[str, str]] = {}
+        self._keys: dict[tuple, ge.LaunchKey | bool] = {}  # what a caller, kernel, entry and pid come to
+
+    # starting ---------------------------------------------------------------------------------------------
+    def start(self, main_pid: int, tree_pids: list[int] | tuple[int, ...] = ()) -> bool:
+        """Probe the runtime and driver libraries the main process maps, on every thread of the tree's
+        processes (counting too, inherited, where tracefs defines the uprobes). False when refused."""
+        self.main_pid = main_pid
+        try:
+            libraries = sorted({path for _, _, path, _ in executable_mappings_at(main_pid)
+                                if os.path.basename(path).startswith(ge.RUNTIME_LIBRARIES)})
+            if not libraries:
+                raise PerfUnavailable("no CUDA runtime or driver library is mapped in the candidate")
+            for library in libraries:
+                table = symbols(library)
+                offsets = table.file_offsets(LAUNCH_ENTRIES) if table else {}
+                for entry, offset in offsets.items():
+                    kind = _RUNTIME.get(entry) or _DRIVER[entry]
+                    self._targets.append((os.path.realpath(library), offset, entry, kind))
+                found = os.stat(library)
+                self._probed_files.add((found.st_dev, found.st_ino))
+            if not self._targets:
+                raise PerfUnavailable(f"no launch entry found in {libraries}")
+            self._tracepoints = {(lib, off): _tracepoint(lib, off) for lib, off, _, _ in self._targets}
+            tracefs = all(self._tracepoints.values())
+            self._probe_type = PERF_TYPE_TRACEPOINT if tracefs else _uprobe_type()
+            threads = sorted(tid for pid in sorted({main_pid, *tree_pids}) for tid in _threads(pid))
+            _enough_files(len(threads) * len(self._targets) * 2 + 256)
+            for tid in threads:
+                self._open_thread(tid, counting=tracefs)
+        except PerfUnavailable as refused:
+            self.refused = str(refused)
+            self.close()
+            return False
+        except ProcessLookupError:
+            self.refused = "the candidate's process is gone"
+            self.close()
+            return False
+        self._known_files = {path for _, _, path, _ in executable_mappings_at(main_pid)}
+        return True
+
+    def _open(self, tid: int, library: str, offset: int, sampling: bool) -> int | None:
+        path = ctypes.create_string_buffer(library.encode())  # read by the kernel during the call only
+        tracepoint = self._tracepoints.get((library, offset))
+        if self._probe_type == PERF_TYPE_TRACEPOINT:
+            config, config1, config2 = tracepoint, 0, 0
+        else:
+            config, config1, config2 = 0, ctypes.addressof(path), offset
+        attr = _PerfEventAttr(type=self._probe_type, size=ctypes.sizeof(_PerfEventAttr), config=config,
+                              config1=config1, config2=config2)
+        attr.flags = _ATTR_DISABLED | _ATTR_EXCLUDE_HV | _ATTR_EXCLUDE_KERNEL
+        if sampling:
+            attr.sample_period = 1
+            attr.sample_type = (PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_REGS_USER |
+                                PERF_SAMPLE_STACK_USER)
+            attr.sample_regs_user = sum(1 << number for _, number in _REGISTERS)
+            attr.sample_stack_user = STACK_BYTES
+        else:  # counting, inherited by every thread and process born of this one (tracepoints only)
+            attr.flags |= _ATTR_INHERIT
+        number = _SYSCALL_PERF_EVENT_OPEN.get(platform.machine())
+        if number is None or platform.machine() != "x86_64":
+            raise PerfUnavailable(f"launch registers are read on x86-64 only, not {platform.machine()}")
+        fd = _libc.syscall(number, ctypes.byref(attr), tid, -1, -1, PERF_FLAG_FD_CLOEXEC)
+        if fd < 0:
+            err = ctypes.get_errno()
+            if err == errno.ESRCH:  # the thread exited since the scan
+                return None
+            if err in _REFUSED | {errno.EINVAL}:
+                raise PerfUnavailable(_refusal_reason(err).replace("perf_event_open", "a uprobe"))
+            raise OSError(err, os.strerror(err))
+        return fd
+
+    def _open_thread(self, tid: int, counting: bool) -> None:
+        """A thread's sampling events, all into one ring, enabled; and its inherited counting events."""
+        ring = None
+        for library, offset, _, _ in self._targets:
+            fd = self._open(tid, library, offset, sampling=True)
+            if fd is None:
+                return
+            if ring is None:
+                ring = self._rings[tid] = _Ring(tid, fd, self.ring_pages)
+            else:
+                fcntl.ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, ring.fd)
+                self._fds.append(fd)
+            fcntl.ioctl(fd, PERF_EVENT_IOC_ENABLE, 0)
+            if counting:
+                counter = self._open(tid, library, offset, sampling=False)
+                if counter is not None:
+                    fcntl.ioctl(counter, PERF_EVENT_IOC_ENABLE, 0)
+                    self._counting.append(counter)
+
+    # taking -----------------------------------------------------------------------------------------------
+    def take(self, number: int, phase: str, calls: int = 1, batch_ms: float | None = None,
+             tree_pids: list[int] | tuple[int, ...] = ()) -> ge.BatchLaunches:
+        """The launches since the last take, attributed, as one batch's evidence; then probes the threads
+        of the tree that appeared meanwhile (their launches until now counted as not followed)."""
+        batch = ge.BatchLaunches(number, phase, calls, batch_ms=batch_ms)
+        records = b"".join(ring.take() for ring in self._rings.values())
+        sampled, lost = self._attribute(records, batch)
+        batch.lost = lost + sum(ring.overflowed for ring in self._rings.values())
+        counted = sum(struct.unpack("<Q", os.read(fd, 8))[0] for fd in self._counting)
+        if self._counting:
+            batch.unfollowed_births = max(0, counted - self._counted - sampled)
+        self._counted = counted
+        pids = sorted({self.main_pid, *tree_pids})
+        batch.cuda_helpers = tuple(pid for pid in pids if pid != self.main_pid and _maps_cuda(pid))
+        fresh = 0
+        for pid in pids:
+            try:
+                for tid in sorted(_thread_ids(pid) - set(self._rings)):
+                    fresh += 1
+                    self._open_thread(tid, counting=False)  # counted already, through inheritance
+            except (ProcessLookupError, PerfUnavailable):
+                continue
+        if not self._counting:  # no inherited count: a thread found now was born unwatched
+            batch.unfollowed_births += fresh
+        return batch
+
+    def _attribute(self, records: bytes, batch: ge.BatchLaunches) -> tuple[int, int]:
+        """Adds each sampled launch to `batch`; (launches sampled, launches the kernel dropped)."""
+        places = _Places()
+        sampled = lost = 0
+        for kind, body in _records(records):
+            if kind == PERF_RECORD_LOST:
+                lost += struct.unpack_from("<Q", body, 8)[0]
+            elif kind == PERF_RECORD_SAMPLE:
+                sampled += 1
+                self._add(batch, self._parse(body, places))
+        return sampled, lost
+
+    def _parse(self, body: bytes, places: _Places) -> Launch:
+        ip, pid, tid, abi = struct.unpack_from("<QIIQ", body)
+        pos = 24
+        regs = {}
+        if abi:
+            for name, _ in _REGISTERS:
+                regs[name] = struct.unpack_from("<Q", body, pos)[0]
+                pos += 8
+        size = struct.unpack_from("<Q", body, pos)[0]
+        stack = body[pos + 8:pos + 8 + size]
+        if size:
+            stack = stack[:struct.unpack_from("<Q", body, pos + 8 + size)[0]]
+        entry, kind = self._entry(places.at(pid, ip))
+        caller = places.at(pid, struct.unpack_from("<Q", stack, 0)[0])[0] if len(stack) >= 8 else "[no stack]"
+        function, threads = launch_size(kind, regs, stack) if regs else (None, None)
+        stub, stub_symbol = None, ""
+        if kind in ("dim3", "runtime_config") and function is not None:
+            stub, stub_symbol = places.symbol(pid, function)
+        return Launch(pid, tid, entry if kind != "graph" else entry + "#graph", caller, stub, stub_symbol,
+                      threads)
+
+    def _entry(self, where: tuple[str, int]) -> tuple[str, str]:
+        if not self._by_offset:
+            self._by_offset = {(lib, off): (entry, kind) for lib, off, entry, kind in self._targets}
+        library, offset = where
+        found = self._by_offset.get((library, offset))
+        if found is None and library.startswith("/"):
+            found = self._by_offset.get((os.path.realpath(library), offset))
+        return found or ("?", "?")
+
+    def _add(self, batch: ge.BatchLaunches, launch: Launch) -> None:
+        seen = (launch.caller, launch.stub, launch.stub_symbol, launch.entry, launch.pid)
+        key = self._keys.get(seen)
+        if key is None:
+            caller = ge.code_kind(launch.caller, self.own_files, self.torch_folders, self.vendor_folders)
+            graph = launch.entry.endswith("#graph")
+            kernel = ge.UNKNOWN if graph else ge.kernel_kind(launch.stub, launch.stub_symbol, self.own_files,
+                                                             self.torch_folders, self.vendor_folders)
+            key = None if caller == ge.RUNTIME else ge.launch_key(caller, kernel, graph,
+                                                                  helper=launch.pid != self.main_pid)
+            self._keys[seen] = key or False
+        if key:  # the runtime calling the driver is dropped: counted where the launch was made
+            batch.add(key, 1, None if key.graph else launch.threads)
+
+    def unprobed_runtimes(self, pids: list[int] | tuple[int, ...] = ()) -> list[str]:
+        """Files mapped since the start, in the tree's processes, that define launch entries and were
+        neither built for the solution nor installed (a copied runtime or cuBLAS): launches there go
+        unseen."""
+        found = []
+        for pid in sorted({self.main_pid, *pids}):
+            try:
+                mapped = {path for _, _, path, _ in executable_mappings_at(pid) if path.startswith("/")}
+            except ProcessLookupError:
+                continue
+            for path in sorted(mapped - self._known_files):
+                self._known_files.add(path)
+                kind = ge.code_kind(path, self.own_files, self.torch_folders, self.vendor_folders)
+                table = symbols(path) if kind == ge.FOREIGN else None
+                if table is not None and table.file_offsets(("cuLaunchKernel", "cudaLaunchKernel",
+                                                             "cuLaunchKernelEx")):
+                    found.append(path)
+        return found
+
+    def close(self) -> None:
+        for ring in self._rings.values():
+            ring.close()
+        for fd in self._fds + self._counting:
+            os.close(fd)
+        self._rings, self._fds, self._counting = {}, [], []
+
+
+class _Places:
+    """Where addresses lie in the processes of one take (their mappings read once, each address once)."""
+
+    def __init__(self) -> None:
+        self._maps: dict[int, list] = {}
+        self._found: dict[tuple[int, int], tuple[str, int]] = {}
+        self._symbols: dict[tuple[int, int], tuple[str, str]] = {}
+
+    def at(self, pid: int, address: int) -> tuple[str, int]:
+        found = self._found.get((pid, address))
+        if found is None:
+            if pid not in self._maps:
+                try:
+                    self._maps[pid] = executable_mappings_at(pid)
+                except ProcessLookupError:
+                    self._maps[pid] = []
+            found = self._found[(pid, address)] = _where(address, self._maps[pid])
+        return found
+
+    def symbol(self, pid: int, address: int) -> tuple[str, str]:
+        """(file, function name) at a code address."""
+        found = self._symbols.get((pid, address))
+        if found is None:
+            path, offset = self.at(pid, address)
+            table = symbols(path) if path.startswith("/") else None
+            found = self._symbols[(pid, address)] = (path, table.name_at(offset) if table is not None else "")
+        return found
+
+
+def _threads(pid: int) -> set[int]:
+    try:
+        return _thread_ids(pid)
+    except ProcessLookupError:
+        return set()
+
+
+def _maps_cuda(pid: int) -> bool:
+    """Whether a process maps the CUDA driver library (it holds, or is making, a CUDA context)."""
+    try:
+        return any(os.path.basename(path).startswith("libcuda.so") for _, _, path, _ in
+                   executable_mappings_at(pid))
+    except ProcessLookupError:
+        return False
+
+
+def _enough_files(wanted: int) -> None:
+    """Raise this process's open-file limit toward `wanted` (one fd per thread and entry, twice)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, target), hard))
+
