@@ -90,6 +90,9 @@ class BatchLaunches:
     lost: int = 0  # records the kernel dropped (a ring was full)
     unfollowed_births: int = 0  # threads or processes born in the batch whose launches could not be seen
     cuda_helpers: tuple[int, ...] = ()  # pids of the tree, not the main process, that hold a CUDA context
+    # libraries mapped since, neither built for it nor installed, that define launch entries (a copied
+    # runtime or driver): launches through them are not seen
+    unprobed_runtimes: tuple[str, ...] = ()
 
     def add(self, key: LaunchKey, launches: int = 1, threads: int | None = None) -> None:
         self.counts[key] += launches
@@ -204,6 +207,10 @@ def _hard_finding(batch: BatchLaunches) -> tuple[rules.Rule, str] | None:
         return rules.UNTRACKED_COMPUTE, (f"another process of the candidate's tree holds a CUDA context "
                                          f"({helpers} launches from it in batch {batch.number}): work done "
                                          "outside the solution's process")
+    if batch.unprobed_runtimes:
+        names = ", ".join(os.path.basename(p) for p in batch.unprobed_runtimes[:3])
+        return rules.UNTRACKED_COMPUTE, (f"the candidate loaded a CUDA runtime or driver of its own "
+                                         f"({names}): launches through it are not seen")
     vendor = sum(n for key, n in batch.counts.items()
                  if key.caller == VENDOR or key.kernel in (VENDOR, TORCH_HEAVY))
     if vendor:

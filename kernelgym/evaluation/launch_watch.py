@@ -79,13 +79,12 @@ LAUNCH_ENTRIES = tuple(_RUNTIME) + tuple(_DRIVER)
 
 
 def installed_folders() -> tuple[str, ...]:
-    """Folders whose libraries the candidate cannot have written: the system's, CUDA's, and the packages
-    next to torch (nvidia/ wheels: cuBLAS, cuDNN, the runtime)."""
+    """Folders whose libraries the candidate cannot have written (read-only in its sandbox): the system's,
+    CUDA's, and the Python packages torch is installed with (nvidia/ wheels: cuBLAS, cuDNN, the runtime)."""
     import torch
 
     site = os.path.dirname(os.path.dirname(os.path.realpath(torch.__file__)))
-    return (os.path.join(site, "nvidia") + os.sep, "/usr/local/cuda", "/usr/lib/", "/usr/lib64/", "/lib/",
-            "/lib64/", "/opt/nvidia/")
+    return (site + os.sep, "/usr/local/cuda", "/usr/lib/", "/usr/lib64/", "/lib/", "/lib64/", "/opt/nvidia/")
 
 
 @dataclass(frozen=True)
@@ -264,6 +263,7 @@ class EvaluationLaunchWatch:
         self._counted = counted
         pids = sorted({self.main_pid, *tree_pids})
         batch.cuda_helpers = tuple(pid for pid in pids if pid != self.main_pid and _maps_cuda(pid))
+        batch.unprobed_runtimes = tuple(self.unprobed_runtimes(pids))
         fresh = 0
         for pid in pids:
             try:

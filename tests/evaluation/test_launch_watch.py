@@ -229,9 +229,12 @@ def test_threads_and_processes_born_in_a_batch_are_counted(watched):
 
 def test_a_runtime_copy_mapped_later_is_reported(watched, stand_ins):
     child, watch = watched
-    assert watch.unprobed_runtimes() == []
+    assert watch.take(1, ge.TIMED).unprobed_runtimes == ()
     child.do("runtime copy")
-    assert watch.unprobed_runtimes() == [str(stand_ins / "eval/work/libmine.so")]
+    batch = watch.take(2, ge.TIMED)
+    assert batch.unprobed_runtimes == (str(stand_ins / "eval/work/libmine.so"),)
+    finding = ge.judge(ge.GpuLaunchEvidence(True, batches=[batch])).finding
+    assert finding[0] is rules.UNTRACKED_COMPUTE and "libmine.so" in finding[1]
 
 
 def test_launch_sizes_from_registers():
