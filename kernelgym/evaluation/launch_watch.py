@@ -159,6 +159,8 @@ class EvaluationLaunchWatch:
         self._known_files: set[str] = set()  # mapped executable files already looked at
         self._by_offset: dict[tuple[str, int], tuple[str, str]] = {}
         self._keys: dict[tuple, ge.LaunchKey | bool] = {}  # what a caller, kernel, entry and pid come to
+        self._own_digests: dict[str, tuple[int, bytes]] = {}  # built file -> (size, sha256)
+        self._copies: dict[tuple, bool] = {}  # (device, inode, size, mtime) -> a copy of a built file
 
     # starting ---------------------------------------------------------------------------------------------
     def start(self, main_pid: int, tree_pids: list[int] | tuple[int, ...] = ()) -> bool:
@@ -322,15 +324,45 @@ class EvaluationLaunchWatch:
         seen = (launch.caller, launch.stub, launch.stub_symbol, launch.entry, launch.pid)
         key = self._keys.get(seen)
         if key is None:
-            caller = ge.code_kind(launch.caller, self.own_files, self.torch_folders, self.vendor_folders)
+            caller = self._kind(launch.caller)
             graph = launch.entry.endswith("#graph")
-            kernel = ge.UNKNOWN if graph else ge.kernel_kind(launch.stub, launch.stub_symbol, self.own_files,
-                                                             self.torch_folders, self.vendor_folders)
+            if graph:
+                kernel = ge.UNKNOWN
+            elif launch.stub is not None and self._kind(launch.stub) == ge.OWN:
+                kernel = ge.OWN
+            else:
+                kernel = ge.kernel_kind(launch.stub, launch.stub_symbol, self.own_files, self.torch_folders,
+                                        self.vendor_folders)
             key = None if caller == ge.RUNTIME else ge.launch_key(caller, kernel, graph,
                                                                   helper=launch.pid != self.main_pid)
             self._keys[seen] = key or False
         if key:  # the runtime calling the driver is dropped: counted where the launch was made
             batch.add(key, 1, None if key.graph else launch.threads)
+
+    def _kind(self, path: str) -> str:
+        """gpu_evidence.code_kind, and own for a byte-for-byte copy of a built file: Triton copies the
+        launcher module the worker built into the candidate's private cache and loads it from there."""
+        kind = ge.code_kind(path, self.own_files, self.torch_folders, self.vendor_folders)
+        if kind == ge.FOREIGN and path.startswith("/") and self._copy_of_built(path):
+            return ge.OWN
+        return kind
+
+    def _copy_of_built(self, path: str) -> bool:
+        try:
+            found = os.stat(path)
+        except OSError:
+            return False
+        key = (found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns)
+        if key not in self._copies:
+            for built in self.own_files - set(self._own_digests):
+                try:
+                    self._own_digests[built] = (os.path.getsize(built), _digest(built))
+                except OSError:
+                    self._own_digests[built] = (-1, b"")
+            sizes = {size for size, _ in self._own_digests.values()}
+            self._copies[key] = found.st_size in sizes and \
+                _digest(path) in {digest for _, digest in self._own_digests.values()}
+        return self._copies[key]
 
     def unprobed_runtimes(self, pids: list[int] | tuple[int, ...] = ()) -> list[str]:
         """Files mapped since the start, in the tree's processes, that define launch entries and were
@@ -344,8 +376,7 @@ class EvaluationLaunchWatch:
                 continue
             for path in sorted(mapped - self._known_files):
                 self._known_files.add(path)
-                kind = ge.code_kind(path, self.own_files, self.torch_folders, self.vendor_folders)
-                table = symbols(path) if kind == ge.FOREIGN else None
+                table = symbols(path) if self._kind(path) == ge.FOREIGN else None
                 if table is not None and table.file_offsets(("cuLaunchKernel", "cudaLaunchKernel",
                                                              "cuLaunchKernelEx")):
                     found.append(path)
@@ -386,6 +417,16 @@ class _Places:
             table = symbols(path) if path.startswith("/") else None
             found = self._symbols[(pid, address)] = (path, table.name_at(offset) if table is not None else "")
         return found
+
+
+def _digest(path: str) -> bytes:
+    import hashlib
+
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.digest()
 
 
 def _threads(pid: int) -> set[int]:

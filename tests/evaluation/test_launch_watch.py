@@ -113,6 +113,8 @@ for line in sys.stdin:
         if child == 0:
             vendor.gemm(64); os._exit(0)
         os.waitpid(child, 0)
+    elif what == "launcher copy":  # as Triton loads the launcher the worker built: from its own cache
+        ctypes.CDLL(os.path.join(folder, "eval/work/cache/ext.so")).own_driver(10)
     elif what == "runtime copy":
         ctypes.CDLL(os.path.join(folder, "eval/work/libmine.so"))
     else:
@@ -142,6 +144,8 @@ def stand_ins(tmp_path_factory) -> Path:
     (root / "eval/work").mkdir(parents=True)
     shutil.copy(vendor, root / "eval/work/libcublasLt.so.13")  # a copy the solution made: not installed
     shutil.copy(driver, root / "eval/work/libmine.so")  # a driver of its own, under another name
+    (root / "eval/work/cache").mkdir()
+    shutil.copy(root / "eval/build/ext.so", root / "eval/work/cache/ext.so")
     return root
 
 
@@ -206,6 +210,11 @@ def test_cheats_launches_are_judged(watched, what, rule, word):
     batches = [_batch(child, watch, what, n) for n in range(1, 6)]
     finding = ge.judge(ge.GpuLaunchEvidence(True, batches=batches)).finding
     assert finding is not None and finding[0] is rule and word in finding[1], finding
+
+
+def test_a_copy_of_a_built_library_is_own(watched):
+    child, watch = watched
+    assert _batch(child, watch, "launcher copy").counts == {ge.LaunchKey(ge.OWN, ge.OWN): 1}
 
 
 def test_a_graph_launch_is_counted_apart(watched):
