@@ -88,7 +88,10 @@ class BatchLaunches:
     threads_unknown: Counter = field(default_factory=Counter)  # kernel kind -> launches of unknown size
     batch_ms: float | None = None  # the worker's clock over the batch, round trip taken off
     lost: int = 0  # records the kernel dropped (a ring was full)
-    unfollowed_births: int = 0  # threads or processes born in the batch whose launches could not be seen
+    # launches counted (inherited counts) but not sampled: made by threads or processes born since the
+    # last take, which the watch could not attribute. Honest code launches from the threads it calls from.
+    unfollowed_launches: int = 0
+    threads_born_unwatched: int = 0  # threads found new at the take where no inherited count exists
     cuda_helpers: tuple[int, ...] = ()  # pids of the tree, not the main process, that hold a CUDA context
     # libraries mapped since, neither built for it nor installed, that define launch entries (a copied
     # runtime or driver): launches through them are not seen
@@ -207,6 +210,10 @@ def _hard_finding(batch: BatchLaunches) -> tuple[rules.Rule, str] | None:
         return rules.UNTRACKED_COMPUTE, (f"another process of the candidate's tree holds a CUDA context "
                                          f"({helpers} launches from it in batch {batch.number}): work done "
                                          "outside the solution's process")
+    if batch.unfollowed_launches:
+        return rules.UNTRACKED_COMPUTE, (f"{batch.unfollowed_launches} kernel launches in batch "
+                                         f"{batch.number} came from threads or processes born during it, "
+                                         "whose launches cannot be attributed")
     if batch.unprobed_runtimes:
         names = ", ".join(os.path.basename(p) for p in batch.unprobed_runtimes[:3])
         return rules.UNTRACKED_COMPUTE, (f"the candidate loaded a CUDA runtime or driver of its own "
@@ -327,10 +334,10 @@ def judge(evidence: GpuLaunchEvidence, hint: tuple[rules.Rule, str] | None = Non
     for found in (_graph_finding(evidence), _share_finding(evidence), _idle_finding(evidence, round_trip_ms)):
         if found is not None:
             return GpuOwnCodeVerdict(found, True, tuple(notes))
-    incomplete = [b for b in judged if b.lost or b.unfollowed_births]
+    incomplete = [b for b in judged if b.lost or b.threads_born_unwatched]
     if incomplete:
         lost = sum(b.lost for b in incomplete)
-        born = sum(b.unfollowed_births for b in incomplete)
+        born = sum(b.threads_born_unwatched for b in incomplete)
         notes.append(f"GPU launch evidence incomplete ({lost} records lost, {born} threads or processes born "
                      "in judged batches and not followed): not verifiable")
         return GpuOwnCodeVerdict(hint, False, tuple(notes))

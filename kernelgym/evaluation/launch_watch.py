@@ -64,7 +64,9 @@ PERF_EVENT_IOC_SET_OUTPUT = 0x2405  # _IO('$', 5): this event's records go to an
 # x86-64 perf register numbers of the System V argument registers and the stack pointer, in the order the
 # kernel writes them (by number)
 _REGISTERS = (("cx", 2), ("dx", 3), ("si", 4), ("di", 5), ("sp", 7), ("r8", 16), ("r9", 17))
-STACK_BYTES = 256  # the return address, a stack argument, a launch config in the caller's frame
+# the return address, a stack argument, a launch config in the caller's frame (Triton's launcher keeps its
+# CUlaunchConfig there, below its params array): 512 bytes cost ~3 us more a launch than 64 on the CPU VM
+STACK_BYTES = 512
 
 # entry -> how its arguments say what was launched
 _RUNTIME = {"cudaLaunchKernel": "dim3", "cudaLaunchKernel_ptsz": "dim3",
@@ -74,7 +76,9 @@ _RUNTIME = {"cudaLaunchKernel": "dim3", "cudaLaunchKernel_ptsz": "dim3",
             "cudaGraphLaunch_ptsz": "graph"}
 _DRIVER = {"cuLaunchKernel": "driver", "cuLaunchKernel_ptsz": "driver", "cuLaunchCooperativeKernel": "driver",
            "cuLaunchCooperativeKernel_ptsz": "driver", "cuLaunchKernelEx": "driver_config",
-           "cuLaunchKernelEx_ptsz": "driver_config", "cuGraphLaunch": "graph", "cuGraphLaunch_ptsz": "graph"}
+           "cuLaunchKernelEx_ptsz": "driver_config", "cuGraphLaunch": "graph", "cuGraphLaunch_ptsz": "graph",
+           # the legacy entries, still exported: a launch through them must not go unseen
+           "cuLaunch": "legacy", "cuLaunchGrid": "legacy", "cuLaunchGridAsync": "legacy"}
 LAUNCH_ENTRIES = tuple(_RUNTIME) + tuple(_DRIVER)
 
 
@@ -124,6 +128,8 @@ def launch_size(kind: str, regs: dict[str, int], stack: bytes) -> tuple[int | No
         bz = struct.unpack_from("<I", stack, 8)[0]
         return regs["di"], _product(_u32(regs["si"]), _u32(regs["dx"]), _u32(regs["cx"]), _u32(regs["r8"]),
                                     _u32(regs["r9"]), bz)
+    if kind == "legacy":  # cuLaunch(f), cuLaunchGrid(f, w, h): the block was set apart, not known here
+        return regs["di"], None
     if kind in ("runtime_config", "driver_config"):  # a config struct, often in the caller's frame
         function = regs["si"] if kind == "runtime_config" else regs["di"]
         at = regs["di"] - regs["sp"]
@@ -261,7 +267,7 @@ class EvaluationLaunchWatch:
         batch.lost = lost + sum(ring.overflowed for ring in self._rings.values())
         counted = sum(struct.unpack("<Q", os.read(fd, 8))[0] for fd in self._counting)
         if self._counting:
-            batch.unfollowed_births = max(0, counted - self._counted - sampled)
+            batch.unfollowed_launches = max(0, counted - self._counted - sampled)
         self._counted = counted
         pids = sorted({self.main_pid, *tree_pids})
         batch.cuda_helpers = tuple(pid for pid in pids if pid != self.main_pid and _maps_cuda(pid))
@@ -275,7 +281,7 @@ class EvaluationLaunchWatch:
             except (ProcessLookupError, PerfUnavailable):
                 continue
         if not self._counting:  # no inherited count: a thread found now was born unwatched
-            batch.unfollowed_births += fresh
+            batch.threads_born_unwatched += fresh
         return batch
 
     def _attribute(self, records: bytes, batch: ge.BatchLaunches) -> tuple[int, int]:

@@ -180,12 +180,21 @@ def test_pytorchs_heavy_kernels_are_never_allowed():
     assert judge(_evidence(*_timed(own=OWN_CUDA, attention=flash))).finding[0] is rules.TORCH_COMPUTE
 
 
+def test_launches_of_threads_born_in_a_batch_are_untracked():
+    """triton_cublas_in_thread_born_per_call: the new threads' launches are counted (inherited counts) but
+    cannot be attributed: honest code launches from the threads it is called on."""
+    batches = _timed(own=OWN_TRITON)
+    batches[3].unfollowed_launches = batches[3].calls
+    finding = judge(_evidence(*batches)).finding
+    assert finding[0] is rules.UNTRACKED_COMPUTE and "born" in finding[1]
+
+
 def test_threads_the_watch_could_not_follow_leave_it_unverifiable():
-    """triton_cublas_in_thread_born_per_call where the uprobes are per thread (the PMU fallback): the new
-    threads' launches are unseen, so nothing is found, but the evidence cannot stand behind an `ok`."""
+    """Where no inherited count exists (uprobes made through the PMU), threads found new at a take may have
+    launched unseen: nothing is found, but the evidence cannot stand behind an `ok`."""
     batches = _timed(own=OWN_TRITON)
     for batch in batches:
-        batch.unfollowed_births = batch.calls
+        batch.threads_born_unwatched = 1
     verdict = judge(_evidence(*batches))
     assert verdict.finding is None and not verdict.decided
     assert judge(_evidence(*batches), hint=HINT).finding == HINT

@@ -193,7 +193,7 @@ def test_honest_launches_are_own_with_their_sizes(watched):
     # the caller's frame); PyTorch's fill: 4 * 256 (two dim3s in registers)
     assert batch.threads[ge.OWN] == 2 * 10 * 128 * 2 + 8 * 2 * 64
     assert batch.threads[ge.TORCH_HOUSEKEEPING] == 4 * 256
-    assert not batch.threads_unknown and not batch.lost and not batch.unfollowed_births
+    assert not batch.threads_unknown and not batch.lost and not batch.unfollowed_launches
     batches = [batch] + [_batch(child, watch, "honest", n) for n in range(2, 6)]
     assert ge.judge(ge.GpuLaunchEvidence(True, batches=batches)) == ge.GpuOwnCodeVerdict(None, True)
 
@@ -230,10 +230,10 @@ def test_threads_and_processes_born_in_a_batch_are_counted(watched):
     for what in ("thread", "fork"):
         batch = _batch(child, watch, what)
         assert batch.counts == {ge.LaunchKey(ge.OWN, ge.OWN): 1}
-        assert batch.unfollowed_births == 1, what
+        assert batch.unfollowed_launches == 1, what
     batches = [_batch(child, watch, "thread", n) for n in range(5)]
     verdict = ge.judge(ge.GpuLaunchEvidence(True, batches=batches))
-    assert verdict.finding is None and not verdict.decided
+    assert verdict.finding[0] is rules.UNTRACKED_COMPUTE and "born" in verdict.finding[1]
 
 
 def test_a_runtime_copy_mapped_later_is_reported(watched, stand_ins):
