@@ -121,6 +121,22 @@ class GpuLaunchEvidence:
     def timed(self) -> list[BatchLaunches]:
         return [b for b in self.batches if b.phase == TIMED]
 
+    def summary(self) -> dict:
+        """For the result (ProfileResult.launches): launches by kind over every batch watched, per phase."""
+        by_phase: dict[str, Counter] = {}
+        for batch in self.batches:
+            counts = by_phase.setdefault(batch.phase, Counter())
+            for key, n in batch.counts.items():
+                name = f"{key.caller}/{key.kernel}" + ("/graph" if key.graph else "") + \
+                       ("/helper" if key.helper else "")
+                counts[name] += n
+        judged = self.judged()
+        return {"available": self.available, "reason": self.reason, "batches": len(self.batches),
+                "launches": {phase: dict(c) for phase, c in by_phase.items()},
+                "lost": sum(b.lost for b in judged),
+                "unfollowed_launches": sum(b.unfollowed_launches for b in judged),
+                "unprobed_runtimes": sorted({p for b in judged for p in b.unprobed_runtimes})}
+
 
 @dataclass(frozen=True)
 class GpuOwnCodeVerdict:

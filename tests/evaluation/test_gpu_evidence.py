@@ -257,3 +257,12 @@ def test_missing_or_incomplete_evidence_decides_nothing():
 def test_the_hint_never_clears_an_outside_finding():
     verdict = judge(_evidence(*_timed(own=OWN_TRITON, gemm=CUBLAS)), hint=None)
     assert verdict.finding is not None
+
+
+def test_the_summary_for_the_result():
+    evidence = _evidence(_batch(0, UNTIMED, calls=1, gemm=CUBLAS), *_timed(count=2, own=OWN_TRITON))
+    summary = evidence.summary()
+    assert summary["batches"] == 4 and summary["available"]
+    assert summary["launches"] == {UNTIMED: {"vendor/vendor": 1}, TIMED: {"own/own": 32},
+                                   PROFILED: {"own/own": 16}}
+    assert summary["lost"] == 0 and summary["unfollowed_launches"] == 0
