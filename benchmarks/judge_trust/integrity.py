@@ -1,8 +1,9 @@
 """The judge's integrity score: every corpus in tests/ through the real judge, per backend.
 
-    python benchmarks/judge_trust/integrity.py                 # the CPU corpora (cpp), into
-                                                               # benchmarks/results/judge_trust/integrity.md
-    python benchmarks/judge_trust/integrity.py --backend cuda  # on a GPU host: the triton and cuda cheats too
+    python benchmarks/judge_trust/integrity.py          # the CPU corpora (cpp), into
+                                                        # benchmarks/results/judge_trust/integrity.md
+    python benchmarks/judge_trust/integrity.py --backend triton --backend cuda  # a GPU host: cheats, examples
+    python benchmarks/judge_trust/integrity.py --backend triton --backend cuda --launch-rules --json rows.json
 
 Counts, per backend:
 - cheats credited: a cheat of tests/adversarial that a reward pays more than its honest limit (the corpus's
@@ -20,10 +21,12 @@ from __future__ import annotations
 import argparse
 import datetime
 import importlib.util
+import json
 import os
 import platform
+import signal
 import sys
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -62,7 +65,10 @@ def _rules(result) -> str:
     return ", ".join(sorted({getattr(r, "rule", "") or str(r) for r in result.reasons}))
 
 
-def _judge(backends: set[str], workers: int) -> list[Row]:
+def _judge(backends: set[str], workers: int, launch_rules: bool = False, rows: list[Row] | None = None
+           ) -> list[Row]:
+    """Every job through one pool; each row is appended to `rows` as it is judged (a run stopped at its time
+    limit keeps the rows it has)."""
     from kernelgym.evaluation.options import EvalOptions
     from kernelgym.evaluation.result import Verdict
     from kernelgym.solutions import cheats, examples
@@ -89,8 +95,9 @@ def _judge(backends: set[str], workers: int) -> list[Row]:
         for cheat in cheats(backend, "backward"):
             jobs.append(("backward-cheats", f"{backend}:{cheat.cheat}", cheat.task_id, backend, cheat.source,
                          "suite"))
-    rows = []
-    with EvalPool(workers=workers, options=EvalOptions(timing_budget_s=1.0)) as pool:
+    rows = [] if rows is None else rows
+    options = EvalOptions(timing_budget_s=1.0, launch_evidence=launch_rules, launch_rules=launch_rules)
+    with EvalPool(workers=workers, options=options) as pool:
         def task_of(job):
             return (backward_tasks if job[0].startswith("backward") else tasks).get(job[2])
 
@@ -140,11 +147,12 @@ def _score(rows: list[Row]) -> list[str]:
     return lines
 
 
-def _report(rows: list[Row], command: str) -> str:
+def _report(rows: list[Row], command: str, partial: bool = False) -> str:
     import torch
 
     head = [f"# Judge integrity ({datetime.date.today().isoformat()})", "",
             f"Command: `{command}`  ",
+            *(["**Partial: stopped at its time limit; the rows judged until then.**  "] if partial else []),
             (f"Machine: {platform.processor() or platform.machine()}, {len(os.sched_getaffinity(0))} cores; "
              f"Python {platform.python_version()}, torch {torch.__version__}"), "", *_score(rows), "",
             ("Cheats judged ok were defused: only their honest part ran (tests/adversarial/test_corpus.py: "
@@ -163,12 +171,32 @@ def main(argv: list[str] | None = None) -> int:
                         help="backends to judge (repeatable; default cpp)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--json", type=Path, default=None, help="also write every row here, as JSON")
+    parser.add_argument("--launch-rules", action="store_true",
+                        help="GPU: let the launches seen from outside the candidate decide too "
+                             "(EvalOptions.launch_evidence and launch_rules)")
     args = parser.parse_args(argv)
-    rows = _judge(set(args.backend or ["cpp"]), args.workers)
-    print("\n".join(_score(rows)))
+    rows: list[Row] = []
     command = "python benchmarks/judge_trust/integrity.py " + " ".join(argv or sys.argv[1:])
-    args.out.write_text(_report(rows, command))
-    print(f"written to {args.out}")
+
+    def write(partial: bool) -> None:
+        args.out.write_text(_report(rows, command, partial))
+        print(f"written to {args.out}", flush=True)
+        if args.json:
+            args.json.write_text(json.dumps([asdict(r) for r in rows], indent=1) + "\n")
+            print(f"written to {args.json}", flush=True)
+
+    def stop(signum, frame) -> None:  # `timeout` stops it: what was judged is written before the pool stops
+        write(partial=True)
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        _judge(set(args.backend or ["cpp"]), args.workers, args.launch_rules, rows)
+    except KeyboardInterrupt:
+        return 1
+    print("\n".join(_score(rows)))
+    write(partial=False)
     return 1 if any(r.failure in ("credited", "false rejection") for r in rows) else 0
 
 

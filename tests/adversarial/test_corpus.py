@@ -23,6 +23,7 @@ here is a hole in the judge: keep it failing until the judge is fixed, never loo
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -116,7 +117,10 @@ def corpus_pool():
     from kernelgym.workers.pool import EvalPool
 
     # A shorter timing budget than the default (at least 5 batches still): the verdict rules are the same.
-    with EvalPool(workers=2, options=EvalOptions(timing_budget_s=1.0)) as pool:
+    # KERNELGYM_CORPUS_LAUNCH_RULES=1 (a GPU host): the launches seen from outside the candidate decide too.
+    launch_rules = os.environ.get("KERNELGYM_CORPUS_LAUNCH_RULES") == "1"
+    options = EvalOptions(timing_budget_s=1.0, launch_evidence=launch_rules, launch_rules=launch_rules)
+    with EvalPool(workers=2, options=options) as pool:
         yield pool
 
 
