@@ -55,7 +55,12 @@ def test_a_fast_kernel_is_timed_until_its_samples_decide(tmp_path):
         result.static.warnings, result.timing.batches, result.profile, result.stage_s)
     work = result.profile.samples * (1 - result.profile.sampled_shares["glue"])
     assert work >= own_code.MIN_SAMPLES - 1, result.profile  # shares are rounded
-    assert result.timing.batches < 80  # it stopped once precise and decided, not at its limit
+    # It stops once precise and decided, not at its limit; where it used them all, the speedup's interval
+    # was still wider than the 3% precision (a kernel as fast as PyTorch's straddles 1.0: 1.006x, 0.93-1.07 on
+    # an EPYC without AVX-512)
+    timing = result.timing
+    half_width = (timing.speedup_ci_high - timing.speedup_ci_low) / 2
+    assert timing.batches < 80 or half_width > 0.03 * timing.speedup, timing
 
 
 def test_without_perf_events_the_verdict_says_so_and_names_the_fallback(tmp_path, monkeypatch):
