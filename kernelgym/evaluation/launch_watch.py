@@ -28,6 +28,7 @@ import fcntl
 import os
 import platform
 import struct
+import threading
 
 from kernelgym.evaluation import gpu_evidence as ge
 from kernelgym.evaluation.call_probe import (
@@ -290,9 +291,24 @@ class EvaluationLaunchWatch:
                     found.append(path)
         return found
 
-    def close(self) -> None:
-        for ring in self._rings.values():
-            ring.close()
-        for fd in self._fds + self._counting:
-            os.close(fd)
+    @property
+    def events(self) -> int:
+        """Perf events open (a file descriptor each; closing one made through the uprobe PMU waits)."""
+        return len(self._rings) + len(self._fds) + len(self._counting)
+
+    def close(self, wait: bool = True) -> None:
+        """Every event closed; wait=False leaves that to a thread of its own: closing them waits for the
+        kernel (0.6-0.8 s for tens of events on the CPU VM, benchmarks/judge_speed/launch_watch_cost.py)."""
+        rings, fds = list(self._rings.values()), self._fds + self._counting
         self._rings, self._fds, self._counting = {}, [], []
+
+        def close_all() -> None:
+            for ring in rings:
+                ring.close()
+            for fd in fds:
+                os.close(fd)
+
+        if wait:
+            close_all()
+        else:
+            threading.Thread(target=close_all, name="launch-watch-close", daemon=True).start()

@@ -120,7 +120,7 @@ class Evaluation:
         self.watch.close()
         for launch_watch in (self.launch_watch, self.reference_launch_watch):
             if launch_watch is not None:
-                launch_watch.close()
+                launch_watch.close(wait=False)  # the processes are gone: nothing is watched any more
         if self.candidate is not None:
             self.result.output_tail = self.candidate.output_tail()
         if self.spare_folder:
