@@ -8,10 +8,10 @@ address: it lies in the code that made the call, and is attributed to the file m
 target's Python can write these records, and no batch needs to look different to it.
 
 The building block for evidence on a GPU that the solution's own code launched the work (docs/threat-model.md,
-"What is still decided inside the candidate's process"): probe the driver's launch entries in libcuda and
-count launches by caller (the solution's own library or Triton launcher against libtorch_cuda or cuBLAS).
-Not wired into the pipeline yet: which entries to probe, and how the CUDA runtime library in between is
-seen, need a GPU to settle. Tested on the CPU with libraries of its own (tests/evaluation/test_call_probe.py).
+"What is still decided inside the candidate's process"): the judge's launch watch (launch_watch.py) opens
+its uprobes with `open_uprobe` and reads them with `perf_records`; `CallProbe` itself counts calls by caller
+for the measurements of benchmarks/judge_trust/launch_probe_gpu.py. Tested on the CPU with libraries of its
+own (tests/evaluation/test_call_probe.py).
 
     probe = CallProbe(pid, "/usr/lib/x86_64-linux-gnu/libcuda.so.1", ["cuLaunchKernel", "cuLaunchKernelEx"])
     probe.start()                    # False: refused (the reason in `probe.refused`)
@@ -99,7 +99,7 @@ class CallProbe(perf.PerfEvents):
 
     def stop(self, close: bool = True) -> CallCounts:
         """Disable, read every record, attribute each call to its caller's file, and close (unless the
-        caller closes later: closing uprobe events waits for the kernel, see launches.LaunchWatch)."""
+        caller closes later: closing uprobe events waits for the kernel, see EvaluationLaunchWatch.close)."""
         try:
             if self.refused:
                 return CallCounts(available=False, reason=self.refused)

@@ -1,8 +1,9 @@
 """Every kernel launch of the candidate, watched by the worker from the candidate's construction to its end,
 taken batch by batch: the evidence `gpu_evidence.judge` decides on.
 
-launches.LaunchWatch probes one profiled batch, on the threads the candidate has when it starts, and keeps
-counts by caller. This watch differs where the GPU cheats of tests/adversarial went through:
+It replaces a watch of one profiled batch (launches.LaunchWatch, retired), on the threads the candidate had
+when it started, that kept counts by caller. This watch differs where the GPU cheats of tests/adversarial
+went through that one:
 
 - it runs for the whole evaluation, the same in every batch: a uprobe is a breakpoint byte the candidate can
   read in its own memory (cuda_uprobe_breakpoint_aware_passthrough.py), so a batch watched alone is a batch
