@@ -24,9 +24,16 @@ def start(ev: Evaluation) -> None:
     seen being captured). A refusal leaves the evidence unavailable: nothing is verified then."""
     if ev.launch_watch is None:
         return
-    if not ev.launch_watch.start(ev.candidate.main_pid, ev.candidate_pids()):
-        ev.gpu_evidence = GpuLaunchEvidence(False, ev.launch_watch.refused)
-    ev.reference_launch_watch.start(ev.reference.main_pid)
+    try:
+        if not ev.launch_watch.start(ev.candidate.main_pid, ev.candidate_pids()):
+            ev.gpu_evidence = GpuLaunchEvidence(False, ev.launch_watch.refused)
+    except OSError as error:  # out of file descriptors, a kernel's answer not foreseen: evidence missing
+        ev.launch_watch.close()
+        ev.gpu_evidence = GpuLaunchEvidence(False, f"the launch watch could not start: {error}")
+    try:
+        ev.reference_launch_watch.start(ev.reference.main_pid)
+    except OSError:
+        ev.reference_launch_watch.close()
 
 
 def take_construction(ev: Evaluation) -> None:
@@ -72,5 +79,6 @@ def decide(result: EvalResult, evidence: GpuLaunchEvidence, hint: tuple[rules.Ru
     if verdict.decided or timing is None or not timing.available:
         return
     timing.verified = False
-    said = verdict.notes[0] if verdict.notes else "the GPU launch evidence was incomplete"
-    result.reasons.append(reason(rules.OWN_CODE_UNVERIFIED, f"{said}; the speedup is not verified"))
+    said = verdict.notes[0] if verdict.notes else "GPU launch evidence incomplete"
+    said = said.removesuffix(": not verifiable")
+    result.reasons.append(reason(rules.OWN_CODE_UNVERIFIED, f"{said}: the speedup is not verified"))

@@ -157,3 +157,11 @@ def test_launch_evidence_is_off_by_default_and_launch_rules_is_its_old_name():
     assert EvalOptions.from_kwargs(launch_rules=True).launch_evidence
     assert not dataclasses.replace(EvalOptions(launch_rules=True), launch_evidence=False,
                                    launch_rules=False).launch_evidence
+
+
+def test_a_cpu_evaluation_never_watches_launches(pool, relu_task, relu_solution):
+    """The option is for GPU evaluations: a cpp solution is judged as without it."""
+    result = pool.evaluate(relu_task, relu_solution, backend="cpp", launch_evidence=True)
+    assert result.verdict is Verdict.OK, result.reasons
+    assert result.profile is not None and result.profile.launches == {}
+    assert "own_code_unverified" not in [r.rule for r in result.reasons]
