@@ -1,21 +1,28 @@
 #!/usr/bin/env bash
 # The GPU judge's integrity in one command on the GPU host (H100/H200, torch 2.11, triton 3.6, offline),
-# within 6 minutes of wall time. From the checkout's root:
-#   bash benchmarks/gpu/gpu_integrity.sh [PART ...]      parts: env cheats integrity noise (default: all four)
+# within 9 minutes of wall time (the device tool's limit is 10). From the checkout's root:
+#   bash benchmarks/gpu/gpu_integrity.sh [PART ...]   parts: env cheats integrity evidence noise (default: all)
 # Parts (each under its own time limit, so that one hang does not eat the others):
 #   cheats     pytest -m gpu -rA on the new GPU cheats of tests/adversarial (issue 43g), once as the judge
-#              decides by default and once with the launches seen from outside deciding too
-#              (KERNELGYM_CORPUS_LAUNCH_RULES=1): $OUT/cheats_default.log, $OUT/cheats_launch_rules.log
+#              decides by default (tests/adversarial/test_corpus.py) and once with the launch evidence on
+#              (EvalOptions.launch_evidence: the launches watched from outside the candidate decide;
+#              tests/gpu/test_launch_evidence_gpu.py): $OUT/cheats_default.log, $OUT/cheats_launch_evidence.log
 #   integrity  python benchmarks/judge_trust/integrity.py over the triton and cuda backends: every Triton and CUDA cheat
 #              of tests/adversarial, the bundled examples and the backward suite of both backends (tests/legit
 #              holds no GPU solution): $OUT/integrity.md, $OUT/integrity.json, $OUT/integrity.log
+#   evidence   the same with --launch-evidence, after the two above: whether the honest examples stay `ok`
+#              (no false rejection, no own_code_unverified) and no cheat is credited with the launch evidence
+#              deciding, the condition for making it the default (docs/gpu-own-code-wiring.md):
+#              $OUT/integrity_launch_evidence.{md,json,log}
 #   noise      python benchmarks/judge_trust/timing_stability.py --backend triton: the speedup's CV over 10 evaluations
 #              of 5 bundled tasks (two small kernels: their cpu shapes; three large), alone on the GPU:
 #              $OUT/timing_stability.md, $OUT/timing_stability.jsonl (one line per task as it finishes)
-# cheats and integrity run side by side (the GPU's timing slot is one lock for the machine), then noise alone.
-# Knobs: CHEATS_S, INTEGRITY_S, NOISE_S (limits, seconds), WORKERS (integrity's pool), INTEGRITY_BACKENDS,
-# INTEGRITY_ARGS (e.g. --launch-rules), NOISE_REPEATS, NOISE_TASKS, NOISE_BACKEND, CHEATS_K (a -k filter),
-# INSTALL=1 (pip install -e . first), PYTHON. Worst case: 5 + max(200, 2 x 95) + 120 s and the kill graces.
+# cheats and integrity run side by side (the GPU's timing slot is one lock for the machine), then evidence,
+# then noise, each alone.
+# Knobs: CHEATS_S, INTEGRITY_S, EVIDENCE_S, NOISE_S (limits, seconds), WORKERS (integrity's pool),
+# INTEGRITY_BACKENDS, INTEGRITY_ARGS, NOISE_REPEATS, NOISE_TASKS, NOISE_BACKEND, CHEATS_K (a -k filter),
+# INSTALL=1 (pip install -e . first), PYTHON. Worst case: 5 + max(200, 2 x 95) + 200 + 120 s and the kill
+# graces.
 # Logs and results go to $OUT (the device tool brings that folder back).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -23,7 +30,7 @@ OUT=${OUT:-/tmp/kernelgym-gpu-integrity}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0}
 PYTHON=${PYTHON:-python3}
-parts=${*:-env cheats integrity noise}
+parts=${*:-env cheats integrity evidence noise}
 has() { [[ " $parts " == *" $1 "* ]]; }
 started=$(date +%s)
 stamp() { echo "== $1 at +$(( $(date +%s) - started )) s" | tee -a "$OUT/steps.log"; }
@@ -47,13 +54,14 @@ if has cheats; then
   stamp cheats
   (
     # By default, then with the launch evidence deciding: the same cheats, one pool each, one limit each.
-    filter="test_cheat_earns_nothing and (${CHEATS_K:-$NEW_CHEATS})"
-    for mode in default launch_rules; do
-      rules=0; [[ $mode == launch_rules ]] && rules=1
-      KERNELGYM_CORPUS_LAUNCH_RULES=$rules timeout -k 10 ${CHEATS_S:-95} $PYTHON -m pytest -m gpu -v -rA \
-        -p no:cacheprovider tests/adversarial/test_corpus.py -k "$filter" > "$OUT/cheats_$mode.log" 2>&1
-      echo "cheats $mode rc=$? (1: a cheat earned something; 124: its limit)" >> "$OUT/steps.log"
-    done
+    filter="${CHEATS_K:-$NEW_CHEATS}"
+    timeout -k 10 ${CHEATS_S:-95} $PYTHON -m pytest -m gpu -v -rA -p no:cacheprovider \
+      tests/adversarial/test_corpus.py -k "test_cheat_earns_nothing and ($filter)" > "$OUT/cheats_default.log" 2>&1
+    echo "cheats default rc=$? (1: a cheat earned something; 124: its limit)" >> "$OUT/steps.log"
+    timeout -k 10 ${CHEATS_S:-95} $PYTHON -m pytest -m gpu -v -rA -p no:cacheprovider \
+      tests/gpu/test_launch_evidence_gpu.py -k "test_gpu_cheats_earn_nothing_with_launch_evidence and ($filter)" \
+      > "$OUT/cheats_launch_evidence.log" 2>&1
+    echo "cheats launch_evidence rc=$? (1: a cheat earned something; 124: its limit)" >> "$OUT/steps.log"
   ) &
   pids+=($!)
 fi
@@ -69,8 +77,20 @@ if has integrity; then
   pids+=($!)
 fi
 for pid in ${pids[@]+"${pids[@]}"}; do wait "$pid"; done
+if has evidence; then  # after the two above: the GPU's timing slot is one lock for the machine
+  stamp evidence
+  backends=""
+  for b in ${INTEGRITY_BACKENDS:-triton cuda}; do backends="$backends --backend $b"; done
+  timeout -k 10 ${EVIDENCE_S:-200} $PYTHON benchmarks/judge_trust/integrity.py $backends --workers ${WORKERS:-6} \
+    --launch-evidence --out "$OUT/integrity_launch_evidence.md" --json "$OUT/integrity_launch_evidence.json" \
+    > "$OUT/integrity_launch_evidence.log" 2>&1
+  echo "evidence rc=$? (1: a credited cheat or a false rejection; 124: its limit)" >> "$OUT/steps.log"
+  grep -E "^\| (triton|cuda) \|" "$OUT/integrity_launch_evidence.log" | tee -a "$OUT/steps.log"
+  grep -c "own_code_unverified" "$OUT/integrity_launch_evidence.log" | sed 's/^/rows with own_code_unverified: /' \
+    | tee -a "$OUT/steps.log"
+fi
 if has cheats; then
-  for log in cheats_default cheats_launch_rules; do
+  for log in cheats_default cheats_launch_evidence; do
     [[ -f "$OUT/$log.log" ]] && { echo "-- $log"; grep -E "^(PASSED|FAILED|ERROR) |passed|failed|no tests ran" "$OUT/$log.log" | tail -12; } | tee -a "$OUT/steps.log"
   done
 fi

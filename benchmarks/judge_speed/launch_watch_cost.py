@@ -1,7 +1,7 @@
 """What the GPU launch evidence costs, measured without a GPU (issue 28): a stand-in CUDA runtime library
-exporting the probed launch entries, loaded by a child with N idle threads; LaunchWatch's start and the
-parts of stopping it (disable, read, close the perf events) timed on it, then a whole LaunchWatch.stop()
-(which leaves the close to a background thread).
+exporting the probed launch entries, loaded by a child with N idle threads; the launch watch's start
+(EvaluationLaunchWatch, evaluation/launch_watch.py), one take (what each batch waits), and its close timed on
+it.
 
     python benchmarks/judge_speed/launch_watch_cost.py [--threads 1,10,30]
 """
@@ -9,15 +9,15 @@ parts of stopping it (disable, read, close the perf events) timed on it, then a 
 from __future__ import annotations
 
 import argparse
-import fcntl
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from kernelgym.evaluation.ip_sampler import PERF_EVENT_IOC_DISABLE
-from kernelgym.evaluation.launches import GRAPH_ENTRIES, RUNTIME_ENTRIES, LaunchWatch
+from kernelgym.evaluation.gpu_evidence import UNTIMED
+from kernelgym.evaluation.launch_decode import RUNTIME_ENTRIES
+from kernelgym.evaluation.launch_watch import EvaluationLaunchWatch
 
 CHILD = """
 import ctypes, sys, threading
@@ -33,8 +33,7 @@ stop.set()
 
 def stand_in(folder: Path) -> Path:
     entry = '__attribute__((noinline)) int {}(long k) {{ __asm__ volatile("" ::: "memory"); return 0; }}\n'
-    (folder / "rt.c").write_text("".join(entry.format(name) for name in RUNTIME_ENTRIES + GRAPH_ENTRIES
-                                         if name.startswith("cuda")))
+    (folder / "rt.c").write_text("".join(entry.format(name) for name in RUNTIME_ENTRIES))
     library = folder / "libcudart.so.13"
     subprocess.run(["gcc", "-O2", "-fPIC", "-shared", str(folder / "rt.c"), "-o", str(library)], check=True)
     return library
@@ -44,9 +43,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--threads", default="1,10,30")
     args = parser.parse_args()
-    print("| threads in the target | perf events | start s | disable s | read s | close s | "
-          "LaunchWatch.stop s (what the evaluation waits) |")
-    print("|---|---|---|---|---|---|---|")
+    print("| threads in the target | perf events | start s | take s (what a batch waits) | close s |")
+    print("|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as folder:
         library = stand_in(Path(folder))
         for threads in (int(n) for n in args.threads.split(",")):
@@ -54,27 +52,17 @@ def main() -> None:
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
             try:
                 assert child.stdout.readline().strip() == "ready"
-                watch = LaunchWatch()
+                watch = EvaluationLaunchWatch(set(), ("/nowhere/torch/",), ())
                 started = time.perf_counter()
                 assert watch.start(child.pid), watch.refused
                 opened = time.perf_counter()
-                rings = [ring for probe, _ in watch._probes for ring in probe._rings]
-                for ring in rings:
-                    fcntl.ioctl(ring.fd, PERF_EVENT_IOC_DISABLE, 0)
-                disabled = time.perf_counter()
-                for ring in rings:
-                    ring.take()
-                read = time.perf_counter()
+                events = watch.events
+                watch.take(1, UNTIMED)
+                taken = time.perf_counter()
                 watch.close()
                 closed = time.perf_counter()
-                again = LaunchWatch()
-                assert again.start(child.pid), again.refused
-                before_stop = time.perf_counter()
-                again.stop()
-                stopped = time.perf_counter()
-                print(f"| {threads + 1} | {len(rings)} | {opened - started:.3f} | {disabled - opened:.3f} | "
-                      f"{read - disabled:.3f} | {closed - read:.3f} | {stopped - before_stop:.3f} |",
-                      flush=True)
+                print(f"| {threads + 1} | {events} | {opened - started:.3f} | {taken - opened:.3f} | "
+                      f"{closed - taken:.3f} |", flush=True)
             finally:
                 child.stdin.write("end\n")
                 child.stdin.flush()

@@ -3,7 +3,7 @@
     python benchmarks/judge_trust/integrity.py          # the CPU corpora (cpp), into
                                                         # benchmarks/results/judge_trust/integrity.md
     python benchmarks/judge_trust/integrity.py --backend triton --backend cuda  # a GPU host: cheats, examples
-    python benchmarks/judge_trust/integrity.py --backend triton --backend cuda --launch-rules --json rows.json
+    python benchmarks/judge_trust/integrity.py --backend triton --backend cuda --launch-evidence --json j.json
 
 Counts, per backend:
 - cheats credited: a cheat of tests/adversarial that a reward pays more than its honest limit (the corpus's
@@ -65,7 +65,7 @@ def _rules(result) -> str:
     return ", ".join(sorted({getattr(r, "rule", "") or str(r) for r in result.reasons}))
 
 
-def _judge(backends: set[str], workers: int, launch_rules: bool = False, rows: list[Row] | None = None
+def _judge(backends: set[str], workers: int, launch_evidence: bool = False, rows: list[Row] | None = None
            ) -> list[Row]:
     """Every job through one pool; each row is appended to `rows` as it is judged (a run stopped at its time
     limit keeps the rows it has)."""
@@ -96,7 +96,7 @@ def _judge(backends: set[str], workers: int, launch_rules: bool = False, rows: l
             jobs.append(("backward-cheats", f"{backend}:{cheat.cheat}", cheat.task_id, backend, cheat.source,
                          "suite"))
     rows = [] if rows is None else rows
-    options = EvalOptions(timing_budget_s=1.0, launch_evidence=launch_rules, launch_rules=launch_rules)
+    options = EvalOptions(timing_budget_s=1.0, launch_evidence=launch_evidence)
     with EvalPool(workers=workers, options=options) as pool:
         def task_of(job):
             return (backward_tasks if job[0].startswith("backward") else tasks).get(job[2])
@@ -172,9 +172,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--json", type=Path, default=None, help="also write every row here, as JSON")
-    parser.add_argument("--launch-rules", action="store_true",
-                        help="GPU: let the launches seen from outside the candidate decide too "
-                             "(EvalOptions.launch_evidence and launch_rules)")
+    parser.add_argument("--launch-evidence", "--launch-rules", action="store_true", dest="launch_evidence",
+                        help="GPU: the launches seen from outside the candidate decide whose code did the "
+                             "work (EvalOptions.launch_evidence)")
     args = parser.parse_args(argv)
     rows: list[Row] = []
     command = "python benchmarks/judge_trust/integrity.py " + " ".join(argv or sys.argv[1:])
@@ -192,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, stop)
     try:
-        _judge(set(args.backend or ["cpp"]), args.workers, args.launch_rules, rows)
+        _judge(set(args.backend or ["cpp"]), args.workers, args.launch_evidence, rows)
     except KeyboardInterrupt:
         return 1
     print("\n".join(_score(rows)))

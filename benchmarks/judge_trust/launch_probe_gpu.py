@@ -8,8 +8,8 @@ mapped in the child, and prints the calls counted by the file that made them, an
     python benchmarks/judge_trust/launch_probe_gpu.py [--out FILE.md] [--judge N]
 
 With --judge N it then judges N bundled examples of each GPU backend and the GPU cheats of
-tests/adversarial with the launch rules on (`EvalOptions.launch_rules`), and prints each verdict beside
-the launches seen from outside: the evidence for switching those rules on.
+tests/adversarial with the launch evidence on (`EvalOptions.launch_evidence`), and prints each verdict beside
+the launches seen from outside: the evidence for making it the default.
 """
 
 from __future__ import annotations
@@ -126,13 +126,13 @@ def judged(per_backend: int, workers: int) -> list[str]:
                     if line.startswith(("# Task: ", "# Backend: ")))
         if head.get("Backend") in ("triton", "cuda"):
             cases.append((f"cheat {path.stem}", head["Task"], head["Backend"], text))
-    lines = ["", ("| case | task | verdict | reasons | launches seen (kinds; graphs; files) | profile s "
+    lines = ["", ("| case | task | verdict | reasons | launches seen (by phase, caller/kernel) | profile s "
              "(evidence off) | notes |"), "|---|---|---|---|---|---|---|"]
     tasks = bundled()
     with EvalPool(workers=workers) as pool:
         # Each case twice, the evidence on and off, so the profile stage's cost is measured side by side.
         futures = [(name, task, pool.submit(tasks.get(task), source, backend=backend, size="gpu",
-                                            launch_rules=True),
+                                            launch_evidence=True),
                     pool.submit(tasks.get(task), source, backend=backend, size="gpu"))
                    for name, task, backend, source in cases]
         for name, task, future, baseline in futures:
@@ -142,8 +142,8 @@ def judged(per_backend: int, workers: int) -> list[str]:
             notes = "; ".join(w[:120] for w in (result.static.warnings if result.static else [])
                               if "launch" in w)
             profile_s = f"{result.stage_s.get('profile', 0):.2f} ({plain.stage_s.get('profile', 0):.2f})"
-            lines.append(f"| {name} | {task} | {result.verdict.value} | {reasons} | {seen.get('by_kind')}; "
-                         f"{seen.get('graph_launches')}; {seen.get('by_file')} | {profile_s} | {notes} |")
+            lines.append(f"| {name} | {task} | {result.verdict.value} | {reasons} | {seen.get('launches')} | "
+                         f"{profile_s} | {notes} |")
             print(lines[-1], flush=True)
     return lines
 

@@ -15,9 +15,8 @@ import os
 import time
 from collections.abc import Callable
 
-from kernelgym.evaluation import rules
+from kernelgym.evaluation import launch_evidence, rules
 from kernelgym.evaluation.conversation import receive, to_candidate, to_reference
-from kernelgym.evaluation.launches import LaunchCounts, LaunchWatch
 from kernelgym.evaluation.outcome import Mismatch, end
 from kernelgym.evaluation.outputs import FrozenReader, refuse_aliased_inputs
 from kernelgym.evaluation.result import TrialResult
@@ -64,6 +63,8 @@ def run_batch(ev: Evaluation, seeds: list[int], perturbed: list[bool], candidate
         part("run")
         _check(ev, record, done, fd, inputs.ipc)
         part("check")
+        # after the check: nothing may stand between the candidate's 'done' and the read of its outputs
+        launch_evidence.take_batch(ev, record.number, record.calls, record.candidate_ms, profile)
     finally:
         if fd is not None:
             os.close(fd)
@@ -179,19 +180,12 @@ def _run_candidate(ev: Evaluation, record: Batch, inputs: m.Inputs, fd: int | No
     cpu_before = ev.candidate_cpu_s()
     if ev.watch.judges_own_code():
         ev.watch.start(ev.candidate_pids(), ev.cores)
-    wanted = ev.options.launch_evidence or ev.options.launch_rules
-    launches = LaunchWatch() if profile and wanted and ev.device == "cuda" else None
-    watching = launches is not None and launches.start(ev.candidate.main_pid)
     with _contention_watched(ev, "candidate", ev.candidate_pids):
         start = time.perf_counter_ns()
         if inside_clock:
             ev.candidate.thaw()
         to_candidate(ev, message, fds=[fd] if fd is not None else ())
-        try:
-            done = receive(ev, m.BatchDone, ev.stage, ev.options.timeout_s)
-        finally:
-            if launches is not None:
-                record.launches = launches.stop() if watching else LaunchCounts(False, launches.refused)
+        done = receive(ev, m.BatchDone, ev.stage, ev.options.timeout_s)
         record.candidate_ms = (time.perf_counter_ns() - start) / 1e6
     ev.done_at = time.perf_counter_ns()
     if ev.device == "cpu":

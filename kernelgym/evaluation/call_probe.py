@@ -8,10 +8,10 @@ address: it lies in the code that made the call, and is attributed to the file m
 target's Python can write these records, and no batch needs to look different to it.
 
 The building block for evidence on a GPU that the solution's own code launched the work (docs/threat-model.md,
-"What is still decided inside the candidate's process"): probe the driver's launch entries in libcuda and
-count launches by caller (the solution's own library or Triton launcher against libtorch_cuda or cuBLAS).
-Not wired into the pipeline yet: which entries to probe, and how the CUDA runtime library in between is
-seen, need a GPU to settle. Tested on the CPU with libraries of its own (tests/evaluation/test_call_probe.py).
+"What is still decided inside the candidate's process"): the judge's launch watch (launch_watch.py) opens
+its uprobes with `open_uprobe` and reads them with `perf_records`; `CallProbe` itself counts calls by caller
+for the measurements of benchmarks/judge_trust/launch_probe_gpu.py. Tested on the CPU with libraries of its
+own (tests/evaluation/test_call_probe.py).
 
     probe = CallProbe(pid, "/usr/lib/x86_64-linux-gnu/libcuda.so.1", ["cuLaunchKernel", "cuLaunchKernelEx"])
     probe.start()                    # False: refused (the reason in `probe.refused`)
@@ -34,9 +34,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from kernelgym.evaluation import perf_events as perf
-from kernelgym.evaluation.ip_sampler import UNMAPPED, _thread_ids, executable_mappings_at
+from kernelgym.evaluation.ip_sampler import UNMAPPED, executable_mappings_at, thread_ids
 from kernelgym.evaluation.symbols import symbols
 
+PERF_SAMPLE_REGS_USER = 1 << 12
 PERF_SAMPLE_STACK_USER = 1 << 13
 PERF_TYPE_TRACEPOINT = 2
 UPROBE_TYPE_FILE = "/sys/bus/event_source/devices/uprobe/type"
@@ -85,38 +86,20 @@ class CallProbe(perf.PerfEvents):
             raise perf.PerfUnavailable(f"none of {list(self.functions)} is a function of {self.library}")
         # A uprobe defined once in tracefs, opened as a tracepoint, closes at once; one made through the
         # uprobe PMU is unregistered at each close, ~88 ms apiece and serialized (launch_watch_cost.py).
-        tracepoints = {o: _tracepoint(self.library, o) for o in self._offsets.values()}
-        probe_type = PERF_TYPE_TRACEPOINT if all(tracepoints.values()) else _uprobe_type()
-        for tid in sorted(_thread_ids(self.pid)):
+        tracepoints = {o: uprobe_tracepoint(self.library, o) for o in self._offsets.values()}
+        probe_type = PERF_TYPE_TRACEPOINT if all(tracepoints.values()) else uprobe_pmu_type()
+        for tid in sorted(thread_ids(self.pid)):
             for offset in self._offsets.values():
                 self._open(probe_type, tid, offset, tracepoints[offset])
 
     def _open(self, probe_type: int, tid: int, offset: int, tracepoint: int | None = None) -> None:
-        path = ctypes.create_string_buffer(self.library.encode())  # read by the kernel during the call only
-        config, config1, config2 = ((tracepoint, 0, 0) if probe_type == PERF_TYPE_TRACEPOINT else
-                                    (0, ctypes.addressof(path), offset))
-        sample_type = perf.PERF_SAMPLE_IP | perf.PERF_SAMPLE_TID | PERF_SAMPLE_STACK_USER
-        attr = perf.PerfEventAttr(type=probe_type, size=ctypes.sizeof(perf.PerfEventAttr), config=config,
-                                  sample_period=1, sample_type=sample_type,
-                                  config1=config1, config2=config2, sample_stack_user=STACK_BYTES)
-        # not inherited: see the class
-        attr.flags = perf.ATTR_DISABLED | perf.ATTR_EXCLUDE_HV | perf.ATTR_EXCLUDE_KERNEL
-        number = perf.SYSCALL_PERF_EVENT_OPEN.get(platform.machine())
-        if number is None:
-            raise perf.PerfUnavailable(f"perf_event_open: no syscall number known for {platform.machine()}")
-        fd = perf.libc.syscall(number, ctypes.byref(attr), tid, -1, -1, perf.PERF_FLAG_FD_CLOEXEC)
-        if fd < 0:
-            err = ctypes.get_errno()
-            if err == errno.ESRCH:  # the thread exited since the scan
-                return
-            if err in perf.REFUSED | {errno.EINVAL}:
-                raise perf.PerfUnavailable(perf.refusal_reason(err).replace("perf_event_open", "a uprobe"))
-            raise OSError(err, os.strerror(err))
-        self._rings.append(perf.Ring(tid, fd, self.ring_pages))
+        fd = open_uprobe(probe_type, tid, self.library, offset, tracepoint)  # not inherited: see the class
+        if fd is not None:
+            self._rings.append(perf.Ring(tid, fd, self.ring_pages))
 
     def stop(self, close: bool = True) -> CallCounts:
         """Disable, read every record, attribute each call to its caller's file, and close (unless the
-        caller closes later: closing uprobe events waits for the kernel, see launches.LaunchWatch)."""
+        caller closes later: closing uprobe events waits for the kernel, see EvaluationLaunchWatch.close)."""
         try:
             if self.refused:
                 return CallCounts(available=False, reason=self.refused)
@@ -134,15 +117,15 @@ class CallProbe(perf.PerfEvents):
         callers: Counter = Counter()
         functions: Counter = Counter()
         lost = 0
-        for kind, body in _records(records):
+        for kind, body in perf_records(records):
             if kind == perf.PERF_RECORD_LOST:
                 lost += struct.unpack_from("<Q", body, 8)[0]
             elif kind == perf.PERF_RECORD_SAMPLE:
                 ip, _, _, size = struct.unpack_from("<QIIQ", body)
                 returns_to = struct.unpack_from("<Q", body, 24)[0] if size >= 8 else None
-                path, offset = _where(ip, maps)
+                path, offset = place_of(ip, maps)
                 functions[by_offset.get(offset, "?") if path == self.library else "?"] += 1
-                callers[_where(returns_to, maps)[0] if returns_to is not None else UNMAPPED] += 1
+                callers[place_of(returns_to, maps)[0] if returns_to is not None else UNMAPPED] += 1
         return CallCounts(available=True, calls_by_caller=dict(callers), calls_by_function=dict(functions),
                           lost=lost, threads_probed=tuple(sorted({r.tid for r in self._rings})))
 
@@ -166,7 +149,7 @@ def _tracefs() -> str | None:
     return None
 
 
-def _tracepoint(library: str, offset: int) -> int | None:
+def uprobe_tracepoint(library: str, offset: int) -> int | None:
     """The id of a uprobe event at `library`+`offset` defined in tracefs by this process (once), or None."""
     key = (library, offset)
     if key not in _defined:
@@ -202,7 +185,7 @@ def _remove_tracepoints(root: str, group: str) -> None:
             pass
 
 
-def _uprobe_type() -> int:
+def uprobe_pmu_type() -> int:
     try:
         with open(UPROBE_TYPE_FILE) as f:
             return int(f.read())
@@ -211,7 +194,45 @@ def _uprobe_type() -> int:
             f"no uprobe events on this kernel ({UPROBE_TYPE_FILE} unreadable)") from None
 
 
-def _records(data: bytes):
+def open_uprobe(probe_type: int, tid: int, library: str, offset: int, tracepoint: int | None, *,
+                sampling: bool = True, registers: tuple[int, ...] = (), stack_bytes: int = STACK_BYTES,
+                inherit: bool = False) -> int | None:
+    """One uprobe perf event at `library`+`offset` on thread `tid`, disabled. Sampling: every hit writes the
+    IP, the thread, the user registers numbered in `registers` and the top `stack_bytes` of its stack into
+    the event's ring. Counting (sampling=False): a count to read, inherited by the threads and processes
+    born later where `inherit` (tracepoints only: see CallProbe). `tracepoint`: the id of a uprobe defined
+    in tracefs (probe_type PERF_TYPE_TRACEPOINT), else the uprobe PMU names the file and offset itself.
+    None when the thread exited since it was found; PerfUnavailable when the host refuses."""
+    path = ctypes.create_string_buffer(library.encode())  # read by the kernel during the call only
+    config, config1, config2 = ((tracepoint, 0, 0) if probe_type == PERF_TYPE_TRACEPOINT else
+                                (0, ctypes.addressof(path), offset))
+    attr = perf.PerfEventAttr(type=probe_type, size=ctypes.sizeof(perf.PerfEventAttr), config=config,
+                              config1=config1, config2=config2)
+    attr.flags = perf.ATTR_DISABLED | perf.ATTR_EXCLUDE_HV | perf.ATTR_EXCLUDE_KERNEL
+    if sampling:
+        attr.sample_period = 1
+        attr.sample_type = perf.PERF_SAMPLE_IP | perf.PERF_SAMPLE_TID | PERF_SAMPLE_STACK_USER
+        attr.sample_stack_user = stack_bytes
+        if registers:
+            attr.sample_type |= PERF_SAMPLE_REGS_USER
+            attr.sample_regs_user = sum(1 << number for number in registers)
+    if inherit:
+        attr.flags |= perf.ATTR_INHERIT
+    number = perf.SYSCALL_PERF_EVENT_OPEN.get(platform.machine())
+    if number is None:
+        raise perf.PerfUnavailable(f"perf_event_open: no syscall number known for {platform.machine()}")
+    fd = perf.libc.syscall(number, ctypes.byref(attr), tid, -1, -1, perf.PERF_FLAG_FD_CLOEXEC)
+    if fd < 0:
+        err = ctypes.get_errno()
+        if err == errno.ESRCH:  # the thread exited since the scan
+            return None
+        if err in perf.REFUSED | {errno.EINVAL}:
+            raise perf.PerfUnavailable(perf.refusal_reason(err).replace("perf_event_open", "a uprobe"))
+        raise OSError(err, os.strerror(err))
+    return fd
+
+
+def perf_records(data: bytes):
     """(type, body after the 8-byte header) of each perf record."""
     pos = 0
     while pos + 8 <= len(data):
@@ -222,7 +243,7 @@ def _records(data: bytes):
         pos += size
 
 
-def _where(address: int, maps: list[tuple[int, int, str, int]]) -> tuple[str, int]:
+def place_of(address: int, maps: list[tuple[int, int, str, int]]) -> tuple[str, int]:
     """(mapped file, offset in it) of an address in one of the executable mappings, else UNMAPPED."""
     for start, end, path, file_offset in maps:
         if start <= address < end:

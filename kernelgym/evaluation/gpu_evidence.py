@@ -4,7 +4,7 @@ The CPU's verdict comes from instruction pointers sampled by the worker (own_cod
 kernels, and no tool reads another process's kernel names (CUPTI and Nsight inject into the process they
 trace), so until now the GPU verdict came from torch.profiler run inside the candidate: its own Python can
 rewrite it (tests/adversarial/triton_forge_gpu_profile_summary.py, cuda_forge_torch_profiler_names.py).
-What the worker can see from outside is every launch (launches.py: uprobes on the CUDA runtime's and
+What the worker can see from outside is every launch (launch_watch.py: uprobes on the CUDA runtime's and
 driver's launch entries):
 
 - who launched it: the file the return address lies in (the caller), classified positively: `own` only for

@@ -234,7 +234,7 @@ def _readable_maps(pid: int) -> list[tuple[int, int, str]]:
                               f"access to the target (same user, or CAP_SYS_PTRACE)") from None
 
 
-def _thread_ids(pid: int) -> set[int]:
+def thread_ids(pid: int) -> set[int]:
     try:
         return {int(t) for t in os.listdir(f"/proc/{pid}/task")}
     except FileNotFoundError:
@@ -285,7 +285,7 @@ class IpSampler(PerfEvents):
         seen: set[int] = set()
         # Threads can be born while the events are opened: scan until a scan finds nothing new.
         for _ in range(1 if self.cpus else 3):  # inherited events see the later ones anyway
-            new = _thread_ids(self.pid) - seen
+            new = thread_ids(self.pid) - seen
             if not new:
                 break
             seen |= new
@@ -347,7 +347,7 @@ class IpSampler(PerfEvents):
         unsampled: tuple[int, ...] = ()
         if attribute_samples:
             if not self.cpus:
-                unsampled = tuple(sorted(_thread_ids(self.pid) - sampled))
+                unsampled = tuple(sorted(thread_ids(self.pid) - sampled))
             maps_at = executable_mappings_at(self.pid)
             maps = [m[:3] for m in maps_at]
             by_path = attribute(parsed.ips, maps)
@@ -368,7 +368,7 @@ class IpSampler(PerfEvents):
         """Start the next region: threads born since are opened first (with inherited events they are
         already covered, and the maps' baseline is the last pause's)."""
         if not self.cpus:
-            new = _thread_ids(self.pid) - {ring.tid for ring in self._rings}
+            new = thread_ids(self.pid) - {ring.tid for ring in self._rings}
             self._open_all(sorted(new))
         for ring in self._rings:
             fcntl.ioctl(ring.fd, PERF_EVENT_IOC_ENABLE, 0)

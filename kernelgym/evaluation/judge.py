@@ -2,12 +2,16 @@
 
 static -> reference start -> candidate load -> correctness -> timing -> own code (CPU) or profile -> ncu
 
+(On a GPU with launch_evidence, the launches watched in every batch decide the own code in the profile
+stage, or alone where it does not run: evaluation/launch_evidence.py.)
+
 A stage returns, or ends the evaluation by raising a finding (evaluation/outcome.py); the pipeline turns
 that into the verdict. Whatever happens, both processes are ended before this returns.
 """
 
 from __future__ import annotations
 
+from kernelgym.evaluation import launch_evidence
 from kernelgym.evaluation.job import EvalJob
 from kernelgym.evaluation.machine import Machine
 from kernelgym.evaluation.result import EvalResult, TimingResult, Verdict
@@ -39,6 +43,8 @@ def evaluate(machine: Machine, job: EvalJob, result: EvalResult, eval_dir: str) 
         decided = ev.watch.judges_own_code() and own_code(ev)
         if not decided and ev.options.profile and ev.mode == "run":
             profile(ev)
+        elif ev.gpu_evidence is not None and ev.mode == "run":  # no profile: the launches decide alone
+            launch_evidence.decide(result, ev.gpu_evidence, None)
     finally:
         ev.close()
     if ev.options.ncu and result.verdict is Verdict.OK:

@@ -10,12 +10,10 @@ import resource
 import struct
 from dataclasses import dataclass
 
-from kernelgym.evaluation.call_probe import _where
-from kernelgym.evaluation.ip_sampler import _thread_ids, executable_mappings_at
+from kernelgym.evaluation.call_probe import place_of
+from kernelgym.evaluation.ip_sampler import executable_mappings_at, thread_ids
 from kernelgym.evaluation.symbols import symbols
 
-PERF_SAMPLE_REGS_USER = 1 << 12
-PERF_SAMPLE_STACK_USER = 1 << 13
 PERF_EVENT_IOC_SET_OUTPUT = 0x2405  # _IO('$', 5): this event's records go to another event's ring
 # x86-64 perf register numbers of the System V argument registers and the stack pointer, in the order the
 # kernel writes them (by number)
@@ -112,7 +110,7 @@ class Places:
                     self._maps[pid] = executable_mappings_at(pid)
                 except ProcessLookupError:
                     self._maps[pid] = []
-            found = self._found[(pid, address)] = _where(address, self._maps[pid])
+            found = self._found[(pid, address)] = place_of(address, self._maps[pid])
         return found
 
     def symbol(self, pid: int, address: int) -> tuple[str, str]:
@@ -137,7 +135,7 @@ def file_digest(path: str) -> bytes:
 
 def threads_of(pid: int) -> set[int]:
     try:
-        return _thread_ids(pid)
+        return thread_ids(pid)
     except ProcessLookupError:
         return set()
 

@@ -42,11 +42,15 @@ class EvalOptions:
     max_cpu_time_ratio: float = 1.25  # CPU: the candidate tree's CPU time over wall time, per allowed thread
     profile: bool = True  # coverage and torch-compute check (CPU: cheap; GPU: torch.profiler)
     ncu: bool = False  # GPU: Nsight Compute counters per kernel after an ok verdict (costs seconds; opt-in)
-    # GPU: count the profiled batch's kernel launches by library from outside the candidate (uprobes,
-    # evaluation/launches.py) and record them. Opt-in until measured on a GPU host again: with PMU uprobes
-    # it cost 4.7-4.9 s an evaluation on an H100 (benchmarks/results/judge_trust/launch_evidence_gpu.md)
+    # GPU: the worker watches every kernel launch of the candidate from outside its process, in every batch
+    # from its construction on (evaluation/launch_watch.py), and that evidence decides whether the solution's
+    # own kernels did the work (evaluation/gpu_evidence.py); the in-process profile can only add a finding,
+    # and evidence that could not be complete leaves the speedup unverified (own_code_unverified). Off by
+    # default until benchmarks/gpu/gpu_integrity.sh shows the honest examples `ok` with it on a GPU host;
+    # then it becomes the default (docs/gpu-own-code-wiring.md). CPU evaluations never use it.
     launch_evidence: bool = False
-    launch_rules: bool = False  # and let them decide against the candidate's own profile (implies the above)
+    # the old name of launch_evidence (it counted the profiled batch's launches and could decide): the same
+    launch_rules: bool = False
     ncu_timeout_s: float = 60.0
     threshold: float = 1.0  # a verified speedup needs the interval's low end above this
     implausible_speedup: float = 5.0  # above this the timing is repeated and must reproduce
@@ -67,6 +71,9 @@ class EvalOptions:
     # None: the task's own dtype; "bf16"/"fp16"/"fp32": float inputs and parameters in that dtype
     dtype: str | None = None
     seed: int | None = None  # fixes the hidden seeds (for debugging only: normal runs draw fresh ones)
+
+    def __post_init__(self) -> None:
+        self.launch_evidence = self.launch_evidence or self.launch_rules
 
     @classmethod
     def from_kwargs(cls, base: EvalOptions | None = None, **kwargs: Any) -> EvalOptions:

@@ -138,7 +138,8 @@ class ProfileResult:
     samples: int = 0
     sampled_shares: dict[str, float] = field(default_factory=dict)  # own, torch, glue, other
     top_files: list[tuple[str, float]] = field(default_factory=list)  # (file, share of the samples)
-    # GPU: the profiled batch's kernel launches by library, seen from outside (evaluation/launches.py)
+    # GPU, launch_evidence: the launches seen from outside the candidate, by kind and phase, over every batch
+    # (gpu_evidence.GpuLaunchEvidence.summary)
     launches: dict = field(default_factory=dict)
 
 

@@ -76,8 +76,10 @@ OUTPUT_ALIASES_INPUT = _rule("output_aliases_input", H, "returning an input or a
                              "output and input addresses, read by the trusted side")
 KERNEL_NOT_CALLED = _rule("kernel_not_called", H, "a fallback that runs instead of the solution's kernels "
                           "(a build failing inside try/except, a token kernel)",
-                          "calls into the solution's own kernels counted in its process (the GPU, and a CPU "
-                          "host without perf events; on the CPU the samples judge: torch_compute)")
+                          "calls into the solution's own kernels counted in its process (a CPU host without "
+                          "perf events; on the CPU the samples judge: torch_compute); GPU: a timed batch "
+                          "that launched none of them, seen by the worker's launch watch from outside the "
+                          "candidate (launch_evidence; without it, the profiled batch's count inside it)")
 PRECISION_DOWNGRADE = _rule("precision_downgrade", H, "TF32 or reduced-precision matmul switched on for an "
                                                       "fp32 task (half-precision reductions for a bf16 or "
                                                       "fp16 run)", "the precision flags after each call")
@@ -110,15 +112,26 @@ CONTENDED = _rule("contended", Verdict.OK, "(informational) a timing on cores th
 # profile ---------------------------------------------------------------------------------------------------
 TORCH_COMPUTE = _rule("torch_compute", H, "leaving the work to PyTorch (passthrough, partial passthrough)",
                       "CPU: share of the sampled work (every batch, sampled outside the candidate) in "
-                      "PyTorch's compute functions; GPU: a profiled batch (allocation, fill and copy "
-                      "excluded)")
+                      "PyTorch's compute functions; GPU: every kernel launch of every batch, watched "
+                      "from outside the candidate (launch_evidence): a vendor's or PyTorch's heavy "
+                      "kernels, PyTorch's kernels launched through the solution's library, graphs over "
+                      "them, PyTorch's share of the timed batches' threads launched; and the profiled "
+                      "batch inside the candidate, which can add a finding, never remove one (allocation, "
+                      "fill and copy excluded)")
 UNTRACKED_COMPUTE = _rule("untracked_compute", H, "another library's kernels (numpy, ...) doing the work",
                           "CPU: sampled work in neither the solution's libraries, PyTorch, the interpreter "
                           "nor libc (another library, code without a file, threads' time not sampled); "
                           "where the samples are too few or perf is refused, a profiled batch's CPU time "
                           "outside its kernels and ATen, less what the same batch harness costs a stand-in "
                           "that computes nothing (measured beside it, at most 0.5 ms a call: autograd's "
-                          "round trip through Python is most of an honest tiny backward)")
+                          "round trip through Python is most of an honest tiny backward); GPU "
+                          "(launch_evidence): launches from code the worker did not build, from another "
+                          "process of the candidate's tree, from threads born unwatched, or through a "
+                          "runtime of its own, and a batch that took time but launched nothing")
+OWN_CODE_UNVERIFIED = _rule("own_code_unverified", Verdict.OK, "(informational) a GPU speedup whose kernel "
+                            "launches could not all be seen from outside the candidate is not verified",
+                            "the worker's launch watch (launch_evidence): uprobes refused, records lost, "
+                            "threads found new where no inherited count exists, no timed batch watched")
 # failures --------------------------------------------------------------------------------------------------
 TIMEOUT = _rule("timeout", T, "a stage that does not end", "the trusted worker's deadline")
 CRASH = _rule("crash", X, "a candidate process that dies (exit, segfault, CUDA error)",

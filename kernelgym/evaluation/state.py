@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from kernelgym import backends
 from kernelgym.evaluation.compare import tolerance
 from kernelgym.evaluation.contention import SideContention
+from kernelgym.evaluation.gpu_evidence import GpuLaunchEvidence
 from kernelgym.evaluation.job import EvalJob
-from kernelgym.evaluation.launches import LaunchCounts
+from kernelgym.evaluation.launch_watch import EvaluationLaunchWatch
 from kernelgym.evaluation.machine import Machine, seed_source
 from kernelgym.evaluation.own_code import CandidateWatch
 from kernelgym.evaluation.result import EvalResult
@@ -36,7 +37,6 @@ class Batch:
     backward_kernel_calls: int = -1
     profile: dict = field(default_factory=dict)
     cpu_ns_exact: bool = False  # candidate_cpu_s came from its cgroup (every thread, to the ns)
-    launches: LaunchCounts | None = None  # GPU, the profiled batch: kernel launches seen from outside
 
 
 @dataclass
@@ -76,6 +76,16 @@ class Evaluation:
         self.cores = machine.evaluation_cores(self.device, self.options.threads)  # both processes' cores
         # issue 28: the candidate's cgroup and the samples of its batches, taken from outside
         self.watch = CandidateWatch(self.device == "cpu", native=self.backend.device == "cpu")
+        # GPU, launch_evidence: every kernel launch of each side, watched from outside (evaluation/
+        # launch_evidence.py); the candidate's own files are the classifier's set, which grows as builds
+        # are served
+        self.launch_watch: EvaluationLaunchWatch | None = None
+        self.reference_launch_watch: EvaluationLaunchWatch | None = None
+        self.gpu_evidence: GpuLaunchEvidence | None = None
+        if self.device == "cuda" and self.options.launch_evidence:
+            self.launch_watch = EvaluationLaunchWatch(self.watch.classifier.own)
+            self.reference_launch_watch = EvaluationLaunchWatch(set())
+            self.gpu_evidence = GpuLaunchEvidence()
         # CPU, each side's while the timing's batches are clocked (issue 47)
         self.contention: dict[str, SideContention] = {}
         # what the stages hand on: the reference's init arguments (start_reference), the correctness's first
@@ -108,6 +118,9 @@ class Evaluation:
             self.readback.close()
         self.result.candidate_oom_kills = self.watch.oom_kills()
         self.watch.close()
+        for launch_watch in (self.launch_watch, self.reference_launch_watch):
+            if launch_watch is not None:
+                launch_watch.close(wait=False)  # the processes are gone: nothing is watched any more
         if self.candidate is not None:
             self.result.output_tail = self.candidate.output_tail()
         if self.spare_folder:

@@ -37,7 +37,7 @@ extern "C" void bias_swish_residual(const float* y, const float* b, float* out, 
 }
 """)
 
-# every launch entry kernelgym/evaluation/launches.py probes
+# every launch entry the one-batch launch watch probed (evaluation/launches.py, since retired)
 _ENTRIES = {"libcudart": ("cudaLaunchKernel", "cudaLaunchKernel_ptsz", "cudaLaunchKernelExC",
                           "cudaLaunchKernelExC_ptsz", "cudaLaunchCooperativeKernel", "cudaGraphLaunch"),
             "libcuda.so": ("cuLaunchKernel", "cuLaunchKernel_ptsz", "cuLaunchKernelEx", "cuLaunchKernelEx_ptsz",

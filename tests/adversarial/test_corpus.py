@@ -117,9 +117,10 @@ def corpus_pool():
     from kernelgym.workers.pool import EvalPool
 
     # A shorter timing budget than the default (at least 5 batches still): the verdict rules are the same.
-    # KERNELGYM_CORPUS_LAUNCH_RULES=1 (a GPU host): the launches seen from outside the candidate decide too.
-    launch_rules = os.environ.get("KERNELGYM_CORPUS_LAUNCH_RULES") == "1"
-    options = EvalOptions(timing_budget_s=1.0, launch_evidence=launch_rules, launch_rules=launch_rules)
+    # KERNELGYM_CORPUS_LAUNCH_EVIDENCE=1 (a GPU host): the launches seen from outside the candidate decide
+    # (EvalOptions.launch_evidence; tests/gpu/test_launch_evidence_gpu.py runs the GPU cheats so always).
+    launch_evidence = os.environ.get("KERNELGYM_CORPUS_LAUNCH_EVIDENCE") == "1"
+    options = EvalOptions(timing_budget_s=1.0, launch_evidence=launch_evidence)
     with EvalPool(workers=2, options=options) as pool:
         yield pool
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 
-from kernelgym.evaluation import rules
+from kernelgym.evaluation import launch_evidence, rules
 from kernelgym.evaluation.conversation import receive, to_candidate
 from kernelgym.evaluation.outcome import Outcome, end
 from kernelgym.evaluation.result import BuildResult, LoadResult
@@ -47,8 +47,10 @@ def load_candidate(ev: Evaluation) -> None:
     if ev.mode == "compile":
         raise end(rules.NO_GPU, "the CUDA code compiled, but this machine has no GPU to run it")
     started = time.monotonic()
+    launch_evidence.start(ev)
     to_candidate(ev, m.Construct(ev.init_args, ev.child_job.init_seed))
     receive(ev, m.Constructed, "init", ev.options.timeout_s)
+    launch_evidence.take_construction(ev)
     ev.result.stage_s["init"] = round(time.monotonic() - started, 3)
     if ev.build_s > ev.result.build.build_s:  # built in __init__ (many models' answers do)
         ev.result.build = BuildResult(True, round(ev.build_s, 3), ev.cached)

@@ -1,15 +1,15 @@
 """Stage 6 on a GPU (or a CPU host without perf events), profile: one more batch under the profiler in the
 candidate's process; the solution's own kernels must run and PyTorch's compute stay within its share
-(evaluation/profile.py). On a GPU, the kernel launches seen from outside the candidate beside it."""
+(evaluation/profile.py). On a GPU with launch_evidence, the kernel launches the worker saw from outside the
+candidate in every batch decide instead, and the profile is a hint (evaluation/launch_evidence.py)."""
 
 from __future__ import annotations
 
 import time
 
-from kernelgym.evaluation import rules
+from kernelgym.evaluation import launch_evidence
 from kernelgym.evaluation.batch import run_batch, timed_outputs_checked
 from kernelgym.evaluation.batch_size import calls_per_batch
-from kernelgym.evaluation.launches import LaunchCounts, judge_launches
 from kernelgym.evaluation.outcome import end
 from kernelgym.evaluation.profile import judge_profile
 from kernelgym.evaluation.result import ProfileResult
@@ -37,26 +37,8 @@ def profile(ev: Evaluation) -> None:
             sampled.samples, sampled.sampled_shares, sampled.top_files)
     ev.result.profile = profile
     ev.result.stage_s["profile"] = round(time.monotonic() - started, 3)
-    found = judge_profile(data, calls, ev.job.backend, ev.options)
-    if found is not None:
-        raise end(*found)
-    if record.launches is not None:
-        _judge_launches(ev, record.launches, data)
-
-
-def _judge_launches(ev: Evaluation, launches: LaunchCounts, data: dict) -> None:
-    """The launches seen from outside, beside the candidate's own profile: recorded always; deciding
-    only with `launch_rules` (not yet checked on a GPU host against honest solutions)."""
-    ev.result.profile.launches = launches.to_dict()
-    if not launches.available:
-        ev.result.static.warnings.append(f"launch evidence: {launches.reason}; the candidate's own "
-                                         "profile decided")
-        return
-    found = judge_launches(launches, data)
-    if found is None:
-        return
-    rule, message = found
-    if not ev.options.launch_rules:
-        ev.result.static.warnings.append(f"launch evidence (not deciding): {message}")
-        return
-    raise end(rules.KERNEL_NOT_CALLED if rule == "not_own" else rules.TORCH_COMPUTE, message)
+    hint = judge_profile(data, calls, ev.job.backend, ev.options)
+    if ev.gpu_evidence is not None:  # the launches seen from outside decide; the profile only hints
+        launch_evidence.decide(ev.result, ev.gpu_evidence, hint)
+    elif hint is not None:
+        raise end(*hint)
