@@ -102,6 +102,29 @@ def cxx() -> str:
     return os.environ.get("CXX", "c++")  # what torch's cpp_extension uses
 
 
+# Link with gold where the compiler driver has it (KERNELGYM_GOLD_LINK=0: the default linker, as torch links).
+GOLD_LINK = os.environ.get("KERNELGYM_GOLD_LINK", "1") != "0"
+_GOLD: dict[str, bool] = {}
+
+
+def gold_link_flags() -> list[str]:
+    """`-fuse-ld=gold` where the compiler driver can use it, else nothing. The link reads torch's own
+    libraries (libtorch_cpu.so is over 400 MB), whose symbol tables GNU ld takes about 0.9 s to go through on
+    the 2-core VM and gold about 0.3 s (benchmarks/results/judge_speed/build_speed.md); the library's code is
+    the compiler's either way, and its NEEDED entries are the same."""
+    if not GOLD_LINK:
+        return []
+    compiler = cxx()
+    if compiler not in _GOLD:
+        try:
+            done = subprocess.run([compiler, "-fuse-ld=gold", "-Wl,--version"], capture_output=True,
+                                  text=True, timeout=60, check=False)
+            _GOLD[compiler] = done.returncode == 0 and "gold" in done.stdout.lower()
+        except (OSError, subprocess.SubprocessError):
+            _GOLD[compiler] = False
+    return ["-fuse-ld=gold"] if _GOLD[compiler] else []
+
+
 def digest(parts: list[str]) -> str:
     return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:32]
 

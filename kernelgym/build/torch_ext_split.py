@@ -50,6 +50,7 @@ from kernelgym.build.split_toolchain import (
     cuda_home,
     cxx,
     finish_compile,
+    gold_link_flags,
     light_header_dir,
     nvcc_flags,
     plain_light_dir,
@@ -89,6 +90,7 @@ class SplitTimes:
     glue_s: float = 0.0
     bindings_cached: bool = False
     cuda_split: bool = False  # the CUDA source was compiled as a device unit and a host unit
+    gold_link: bool = False  # linked by gold (split_toolchain.gold_link_flags), not the default linker
     notes: list[str] = field(default_factory=list)
 
 
@@ -187,8 +189,17 @@ def _build_units(request, work: Path, library: Path, roots, times: SplitTimes, u
             job.kill()
     objects = ["main.o", *cuda_objects, "glue.o", *map(str, binders)]
     libraries = torch_ldflags(bool(request.cuda_sources))
-    link = [cxx(), *objects, "-shared", *request.extra_ldflags, *libraries, "-o", str(library)]
-    finish_compile(start_compile(link, work), "link", times)
+    link = [*objects, "-shared", *request.extra_ldflags, *libraries, "-o", str(library)]
+    gold = gold_link_flags()
+    if gold:
+        try:
+            finish_compile(start_compile([cxx(), *gold, *link], work), "link", times)
+            times.gold_link = True
+            return
+        except Fallback:  # whatever gold cannot link, the default linker decides, as it would have
+            times.notes.append("the gold link failed; linked again with the default linker")
+            library.unlink(missing_ok=True)
+    finish_compile(start_compile([cxx(), *link], work), "link", times)
 
 
 # What torch puts before a CUDA source (its own build and the whole-source path here).

@@ -56,12 +56,29 @@ def test_the_user_unit_names_each_function_type_for_the_bindings(tmp_path):
         split_binders.recorded_signatures(tmp_path / "h.o", 1)
 
 
+def test_gold_links_only_where_the_compiler_driver_has_it(tmp_path, monkeypatch):
+    no_gold = tmp_path / "c++"
+    no_gold.write_text("#!/bin/sh\necho 'GNU ld (GNU Binutils) 2.40'\n")  # -fuse-ld ignored: not gold
+    no_gold.chmod(0o755)
+    monkeypatch.setattr(split_toolchain, "_GOLD", {})
+    monkeypatch.setenv("CXX", str(no_gold))
+    assert split_toolchain.gold_link_flags() == []
+    gold = tmp_path / "c++gold"
+    gold.write_text("#!/bin/sh\necho 'GNU gold (GNU Binutils 2.40) 1.16'\n")
+    gold.chmod(0o755)
+    monkeypatch.setenv("CXX", str(gold))
+    assert split_toolchain.gold_link_flags() == ["-fuse-ld=gold"]
+    monkeypatch.setattr(split_toolchain, "GOLD_LINK", False)  # KERNELGYM_GOLD_LINK=0
+    assert split_toolchain.gold_link_flags() == []
+
+
 @pytest.mark.slow
-def test_a_split_build_is_the_module_torch_would_build_and_shares_its_bindings():
+def test_a_split_build_is_the_module_torch_would_build_and_shares_its_bindings(monkeypatch):
     import torch
 
     first = torch_ext.build(request())
     steps = (first / "build.json").read_text()
+    assert json.loads(steps)["gold_link"] == bool(split_toolchain.gold_link_flags())
     module = torch_ext._import("kg_split_relu", first / "kg_split_relu.so")
     x = torch.randn(1000)
     assert torch.equal(module.relu_forward(x), torch.relu(x))
@@ -70,8 +87,12 @@ def test_a_split_build_is_the_module_torch_would_build_and_shares_its_bindings()
         module.relu_forward("not a tensor")
     # Another name: one process keeps the first module of a name (torch's own builds behave the same).
     doubling = request(RELU.replace("0.f ? in[i]", "0.f ? 2 * in[i]"), cflags=("-O3",), name="kg_split_relu2")
+    # A first link that fails (here a linker option nobody has) is linked again by the default linker.
+    monkeypatch.setattr(torch_ext_split, "gold_link_flags", lambda: ["-Wl,--kernelgym-no-such-option"])
     second = torch_ext.build(doubling)
-    assert '"bindings_cached": true' in (second / "build.json").read_text(), steps  # same signature: reused
+    second_steps = json.loads((second / "build.json").read_text())
+    assert second_steps["bindings_cached"], steps  # same signature: reused
+    assert not second_steps["gold_link"] and "default linker" in " ".join(second_steps["notes"])
     doubled = torch_ext._import("kg_split_relu2", second / "kg_split_relu2.so").relu_forward(x)
     assert torch.equal(doubled, 2 * torch.relu(x))
 
