@@ -272,6 +272,9 @@ class KernelEnv(gym.Env[Observation, Action]):
             raise ConfigError(f"unknown reset option(s) {sorted(options)}; known: task_id, task")
         if isinstance(task, Task):
             return task
+        if task is not None:  # an id under "task" was once ignored silently and a random task served
+            raise ConfigError(f"reset(options={{'task': ...}}) takes a kernelgym Task, not {type(task).__name__} "
+                              f"{str(task)[:60]!r}; pass an id as options={{'task_id': {str(task)[:60]!r}}}")
         if task_id is not None:
             try:
                 return TaskSet.of(self.tasks, "selected tasks").get(str(task_id))

@@ -60,3 +60,12 @@ def test_no_code_is_judged_but_not_evaluated(l2):
     assert info["judged"] is True  # charged: the agent's failed turn, a sample a trainer keeps
     assert info["evaluated"] is False  # it never reached the judge
     assert info["episode_summary"]["evaluations"] == 0 and info["turns_left"] == 3
+
+
+@pytest.mark.parametrize("value", ["L2/1_Gemm_BiasAdd_ReLU", 3])
+def test_reset_option_task_that_is_not_a_task_is_refused(l2, value):
+    # An id given under "task" instead of "task_id" used to be ignored: the env served a random task.
+    with pytest.raises(ConfigError, match=r"takes a kernelgym Task.*options=\{'task_id'"):
+        l2.reset(options={"task": value})
+    _, info = l2.reset(options={"task_id": "L2/1_Gemm_BiasAdd_ReLU"})
+    assert info["task_id"].endswith("L2/1_Gemm_BiasAdd_ReLU")
