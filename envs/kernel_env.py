@@ -273,9 +273,9 @@ class KernelEnv(gym.Env[Observation, Action]):
         if isinstance(task, Task):
             return task
         if task is not None:  # an id under "task" was once ignored silently and a random task served
-            shown = str(task)[:60]
-            raise ConfigError(f"reset(options={{'task': ...}}) takes a kernelgym Task, not {type(task).__name__} "
-                              f"{shown!r}; pass an id as options={{'task_id': {shown!r}}}")
+            shown, kind = str(task)[:60], type(task).__name__
+            raise ConfigError(f"reset(options={{'task': ...}}) takes a kernelgym Task, not {kind} {shown!r}; "
+                              f"pass an id as options={{'task_id': {shown!r}}}")
         if task_id is not None:
             try:
                 return TaskSet.of(self.tasks, "selected tasks").get(str(task_id))
