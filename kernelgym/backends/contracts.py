@@ -34,8 +34,8 @@ class ModelNew(nn.Module):
         lib.relu(x, y, x.numel())  # tensors pass as pointers, int as int64_t, float as float
         return y
 ```
-`torch.utils.cpp_extension.load_inline(cpp_sources=..., functions=[...])` also works, but builds in 12 s
-or more."""
+`torch.utils.cpp_extension.load_inline(cpp_sources=..., functions=[...])` also works, but a new build takes
+about 3 s (more on a busy machine)."""
 
 TRITON_CONTRACT = _COMMON + """
 
