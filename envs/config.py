@@ -26,6 +26,10 @@ class EnvConfig:
     task_ids: Sequence[str] | None = None
     task_filter: dict[str, Any] | Callable[[Any], bool] | None = None
     sampling: str = "random"  # "random": drawn from the env's RNG; "sequential": in order, cycling
+    # A sampled task whose derived cpu size the degenerate-task screen flags (a constant or input-independent
+    # output: a trivial answer would be paid) is skipped, as `kernelgym bench` leaves such tasks out; one
+    # named by reset(options={"task_id": ...}) is still served, with the screen's warning.
+    skip_degenerate: bool = True
     seed: int | None = None  # used by the first reset() that is given no seed
     # How solutions are judged.
     backend: str | None = None  # None: "cpp" without a GPU, else "triton"

@@ -51,7 +51,7 @@ from kernelgym.evaluation.result import EvalResult, Verdict
 from kernelgym.evaluation.rules import reason
 from kernelgym.rewards import EpisodeState, get_reward, judged
 from kernelgym.tasks import Task, TaskSet
-from kernelgym.tasks.cpu_size import with_cpu_size
+from kernelgym.tasks.cpu_size import cpu_size, with_cpu_size
 
 # The process-wide pool ------------------------------------------------------------------------------------
 
@@ -137,6 +137,7 @@ class KernelEnv(gym.Env[Observation, Action]):
         self._pool = cfg.pool
         self._pending_seed = cfg.seed
         self._cursor = 0
+        self._degenerate: set[str] = set()  # sampled tasks the degenerate-task screen flagged (skipped)
         self._episode: _Episode | None = None
         self._closed = False
 
@@ -172,7 +173,10 @@ class KernelEnv(gym.Env[Observation, Action]):
         if options is not None and not isinstance(options, dict):
             raise ConfigError(f"reset(options=...) takes a dict such as {{'task_id': 'L1/1_ReLU'}}, not "
                               f"{type(options).__name__} {str(options)[:60]!r}")
+        chosen_by_caller = bool(options) and ("task" in options or "task_id" in options)
         task = self._choose_task(seed, dict(options or {}))
+        if not chosen_by_caller:
+            task = self._past_degenerate(task, seed)
         if self.size == "cpu":
             task = with_cpu_size(task)  # KernelBench ships only its GPU size; raises if it cannot be scaled
         size = self.size if task.has_size(self.size) else "gpu"
@@ -291,6 +295,26 @@ class KernelEnv(gym.Env[Observation, Action]):
             self._cursor += 1
             return chosen
         return self.tasks[int(self.np_random.integers(len(self.tasks)))]
+
+    def _past_degenerate(self, task: Task, seed: int | None) -> Task:
+        """`task`, or the next draw when the degenerate-task screen flags its derived cpu size (a constant or
+        input-independent output, which a fill would match); each flagged id is named once and never drawn
+        again. Only derived sizes are screened here: a task's own cpu size is its author's, checked by
+        `kernelgym tasks check`, and a gpu size is not run on this side."""
+        if not (self.config.skip_degenerate and self.size == "cpu"):
+            return task
+        while not task.has_size("cpu") and cpu_size(task).screen_flags:
+            if task.id not in self._degenerate:
+                self._degenerate.add(task.id)
+                logger.warn(f"{task.id} is skipped: the degenerate-task screen flags its derived cpu size "
+                              f"({'; '.join(cpu_size(task).screen_flags)}); EnvConfig.skip_degenerate=False "
+                              "serves it")
+            if len(self._degenerate) >= len({t.id for t in self.tasks}):
+                raise ConfigError("every selected task is flagged by the degenerate-task screen at its derived "
+                                  "cpu size; pass skip_degenerate=False to serve them anyway")
+            task = self._choose_task(seed if self.config.sampling == "sequential" else None, {})
+            seed = None  # a sequential cursor set by the seed moves on from there
+        return task
 
     def _other_level(self, task_id: str) -> str | None:
         """A message for an id of another level than the env's (no did-you-mean into the wrong level)."""
