@@ -310,8 +310,8 @@ class KernelEnv(gym.Env[Observation, Action]):
                               f"({'; '.join(cpu_size(task).screen_flags)}); EnvConfig.skip_degenerate=False "
                               "serves it")
             if len(self._degenerate) >= len({t.id for t in self.tasks}):
-                raise ConfigError("every selected task is flagged by the degenerate-task screen at its derived "
-                                  "cpu size; pass skip_degenerate=False to serve them anyway")
+                raise ConfigError("every selected task is flagged by the degenerate-task screen at its "
+                                  "derived cpu size; pass skip_degenerate=False to serve them anyway")
             task = self._choose_task(seed if self.config.sampling == "sequential" else None, {})
             seed = None  # a sequential cursor set by the seed moves on from there
         return task
