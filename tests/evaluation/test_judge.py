@@ -123,6 +123,15 @@ def test_cheats_get_no_credit(pool, relu, name):
     assert result.speedup is None and result.verified_speedup is None
 
 
+def test_a_wrong_answer_says_which_trials_were_not_checked(pool, relu):
+    """A batch's calls are checked last first: a reply wrong everywhere was told only 'trial 5 (perturbed
+    inputs)', which reads as if trials 1-4 passed (a user pass's finding)."""
+    result = pool.evaluate(relu, CHEATS["constant_output"][0], backend="cpp")
+    message = next(r.message for r in result.reasons if r.rule == "incorrect")
+    assert message.startswith("trial 5 of 5 (perturbed inputs): ")
+    assert "trials 1-4 not checked" in message and "passed" not in message
+
+
 def test_input_writes_stay_seen_when_the_pages_are_dropped(pool, relu):
     """Issue 43: ReLU in place in the input's pages, then MADV_DONTNEED and a read, left the input mapping
     showing the sealed file's pages again: judged ok (0.27x). The sandbox refuses the drop."""

@@ -31,8 +31,7 @@ def correctness(ev: Evaluation) -> None:
             trial = mismatch.trial
             trial.index, trial.perturbed = call, perturbed[call]
             result.trials.append(trial)
-            which = " (perturbed inputs)" if trial.perturbed else ""
-            raise end(rules.INCORRECT, f"trial {call + 1}{which}: {trial.message}") from None
+            raise end(rules.INCORRECT, _failed_trial(call, n, first, trial)) from None
         require_own_kernels(ev, record)
         if first == 0:
             ev.first_batch = record
@@ -40,3 +39,21 @@ def correctness(ev: Evaluation) -> None:
     result.passed = True
     ev.result.stage_s["correctness"] = round(time.monotonic() - started, 3)
 
+
+
+def _failed_trial(call: int, n: int, first: int, trial: TrialResult) -> str:
+    """The failure as the agent reads it. A batch's calls are checked last first (work left in flight at
+    'done' shows in the last one), so the earlier trials of that batch were not looked at: saying so keeps
+    an agent from reading 'trial 5' as 'trials 1-4 passed' and hunting an edge case."""
+    which = " (perturbed inputs)" if trial.perturbed else ""
+    said = f"trial {call + 1} of {n}{which}: {trial.message}"
+    if call > first:
+        said += f"; {_trials(first, call)} not checked (a batch's last call is checked first)"
+    if first > 0:
+        said += f"; {_trials(0, first)} passed"
+    return said
+
+
+def _trials(start: int, stop: int) -> str:
+    """Trials start..stop-1 (0-based) as the agent counts them."""
+    return f"trial {start + 1}" if stop - start == 1 else f"trials {start + 1}-{stop}"
