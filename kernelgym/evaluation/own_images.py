@@ -32,7 +32,7 @@ PAGE = os.sysconf("SC_PAGE_SIZE")
 _PT_LOAD, _PF_X = 1, 1
 _PRESENT, _SWAPPED, _FILE_PAGE = 1 << 63, 1 << 62, 1 << 61
 
-Mapping = tuple[int, int, str, int]  # start, end, path, offset in the file (ip_sampler.executable_mappings_at)
+Mapping = tuple[int, int, str, int]  # start, end, path, file offset (ip_sampler.executable_mappings_at)
 
 
 def executable_segments(path: str) -> list[tuple[int, int]]:
@@ -101,9 +101,10 @@ class OwnImages:
     """The loaded images of the solution's own libraries in one candidate process, pinned when first seen."""
 
     def __init__(self, own_paths) -> None:
-        """own_paths: a callable giving the real paths of the solution's built libraries (grows with builds)."""
+        """own_paths: gives the real paths of the solution's built libraries (the set grows with builds)."""
         self._own_paths = own_paths
-        self.pinned: dict[str, frozenset[tuple[int, int, int, int]]] = {}  # path -> (start, end, offset, inode)
+        # path -> the image's mappings (start, end, offset, inode); none when first seen as no one image
+        self.pinned: dict[str, frozenset[tuple[int, int, int, int]]] = {}
         self.notes: list[str] = []  # why a library's mappings were not taken as its image
 
     def vet(self, pid: int, mappings: list[Mapping], ips: Counter) -> list[Mapping]:
@@ -134,4 +135,4 @@ class OwnImages:
         else:
             self.pinned[path] = frozenset()
             self.notes.append(f"{os.path.basename(path)}: its executable mappings when first seen "
-                              f"({len(ranges)}) are not one loaded image of the file: none counts as its code")
+                              f"({len(ranges)}) are not one loaded image of the file: none is its code")

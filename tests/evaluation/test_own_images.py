@@ -43,7 +43,8 @@ def _mappings_of(path: str) -> list[tuple[int, int, str, int]]:
 
 def test_executable_segments_of_an_elf_and_of_anything_else(built_library, tmp_path):
     assert executable_segments(built_library)
-    assert all(offset % PAGE == 0 and vaddr % PAGE == 0 for offset, vaddr in executable_segments(built_library))
+    segments = executable_segments(built_library)
+    assert all(offset % PAGE == 0 and vaddr % PAGE == 0 for offset, vaddr in segments)
     (tmp_path / "not_elf.so").write_bytes(b"hello")
     assert executable_segments(str(tmp_path / "not_elf.so")) == []
 
@@ -78,7 +79,7 @@ def test_the_loaders_image_is_own_and_a_second_mapping_of_the_file_is_not(built_
     images = OwnImages(lambda: {built_library})
     start = image[0][0]
     vetted = images.vet(os.getpid(), executable_mappings_at(os.getpid()), Counter({start + 16: 5}))
-    assert [m for m in vetted if m[0] == start][0][2] == built_library
+    assert next(m for m in vetted if m[0] == start)[2] == built_library
     assert images.pinned[built_library] and not images.notes
 
     offset = executable_segments(built_library)[0][0]
@@ -105,10 +106,10 @@ def test_a_file_first_seen_twice_has_no_image_and_written_code_is_not_own(built_
         images = OwnImages(lambda: {os.path.realpath(library)})
         ips = Counter({address + 8: 3})
         vetted = images.vet(os.getpid(), executable_mappings_at(os.getpid()), ips)
-        assert [m for m in vetted if m[0] == address][0][2] == library  # one image, its pages the file's
+        assert next(m for m in vetted if m[0] == address)[2] == library  # one image, its pages the file's
         first[0:1] = b"\xc3"  # code written after load: a private copy of the page
         vetted = images.vet(os.getpid(), executable_mappings_at(os.getpid()), ips)
-        assert [m for m in vetted if m[0] == address][0][2] == WRITTEN
+        assert next(m for m in vetted if m[0] == address)[2] == WRITTEN
 
         with open(library, "rb") as f:
             second = mmap.mmap(f.fileno(), PAGE, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_EXEC,
