@@ -267,7 +267,8 @@ class IpSampler(PerfEvents):
         # and CPU, inherited: threads born during the region are sampled too, those that exit included.
         self.cpus = tuple(cpus) if cpus else None
         self.exclude_kernel = exclude_kernel
-        self.vet = vet  # (pid, maps, ips) -> maps relabelled for attribution (evaluation/own_images.py)
+        # (pid, maps, ips, files mapped executable meanwhile) -> maps relabelled (evaluation/own_images.py)
+        self.vet = vet
         self._parsed = _Parsed()
         self._maps_at_start: set[tuple[int, int, str]] = set()
         self._counted: dict[int, int] = {}  # each event's count at the last pause
@@ -352,7 +353,7 @@ class IpSampler(PerfEvents):
             maps_at = executable_mappings_at(self.pid)
             maps = [m[:3] for m in maps_at]
             if self.vet is not None:
-                maps_at = self.vet(self.pid, maps_at, parsed.ips)
+                maps_at = self.vet(self.pid, maps_at, parsed.ips, parsed.exec_mappings)
             by_path = attribute(parsed.ips, [m[:3] for m in maps_at])
             offsets = file_offsets(parsed.ips, maps_at)
             added = self._added(maps, parsed)

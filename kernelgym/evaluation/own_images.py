@@ -11,7 +11,10 @@ own code only where
   mapping per executable PT_LOAD segment, at its page-aligned file offset, all at one load bias. That image
   is pinned (range, offset, inode) the first time the worker sees the file mapped, the candidate frozen;
   any other executable mapping of the file, then or later, is not the image (`REMAPPED`), and a file first
-  seen with more than one image has none;
+  seen with more than one image has none. Once pinned, a file the kernel reports mapped executable again
+  (PERF_RECORD_MMAP: mmap or mprotect with PROT_EXEC, by any sampled thread) has no image from then on:
+  the loader maps a library once, and code copied in, run and mapped back clean before the batch's end
+  would otherwise look like the pinned image at stop;
 - the sampled page is still the file's: /proc/PID/pagemap says whether a present page is a file page or an
   anonymous copy (a private file page once written is one), and a swapped page is anonymous. A written
   code page is not the solution's built code (`WRITTEN`).
@@ -107,10 +110,15 @@ class OwnImages:
         self.pinned: dict[str, frozenset[tuple[int, int, int, int]]] = {}
         self.notes: list[str] = []  # why a library's mappings were not taken as its image
 
-    def vet(self, pid: int, mappings: list[Mapping], ips: Counter) -> list[Mapping]:
+    def vet(self, pid: int, mappings: list[Mapping], ips: Counter, mapped_meanwhile=()) -> list[Mapping]:
         """The mappings, with those of own libraries that do not hold own code relabelled (REMAPPED or
-        WRITTEN). Call with the process frozen: its maps then are what its samples ran in."""
+        WRITTEN). Call with the process frozen: its maps then are what its samples ran in. mapped_meanwhile:
+        the files the kernel reported mapped executable since the last call."""
         own = self._own_paths()
+        for path in set(mapped_meanwhile) & {p for p, image in self.pinned.items() if image}:
+            self.pinned[path] = frozenset()
+            self.notes.append(f"{os.path.basename(path)}: mapped executable again after it was loaded: "
+                              "none of its mappings is its code from then on")
         mine = {m[2] for m in mappings if m[2].startswith("/") and os.path.realpath(m[2]) in own}
         if not mine:
             return mappings

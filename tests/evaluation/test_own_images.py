@@ -128,3 +128,51 @@ def test_relabelled_mappings_are_other_code():
     classifier = Classifier()
     assert classifier.classify(REMAPPED) == OTHER and classifier.classify(WRITTEN) == OTHER
     assert OWN != OTHER
+
+
+def test_a_pinned_library_mapped_executable_again_has_no_image(built_library):
+    ctypes.CDLL(built_library)
+    images = OwnImages(lambda: {built_library})
+    images.vet(os.getpid(), executable_mappings_at(os.getpid()), Counter())
+    assert images.pinned[built_library]
+    # the kernel's PERF_RECORD_MMAP of the file: its code copied in and mapped back, between two stops
+    vetted = images.vet(os.getpid(), executable_mappings_at(os.getpid()), Counter(), [built_library])
+    assert not [m for m in vetted if m[2] == built_library] and images.notes
+    assert [m for m in vetted if m[2] == REMAPPED]
+
+
+def test_the_sampler_reports_an_mprotect_to_exec(built_library):
+    """What the rule above reads: the kernel's record of a sampled thread making a private copy of the file
+    executable, though the copy is gone by the stop (so no difference between the maps shows it)."""
+    from kernelgym.evaluation.ip_sampler import IpSampler
+
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the target: maps the library writable, makes it executable, unmaps it, waits
+        try:
+            os.read(read, 1)
+            libc = ctypes.CDLL(None)
+            libc.mmap.restype = ctypes.c_void_p
+            libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                                  ctypes.c_long]
+            fd = os.open(built_library, os.O_RDONLY)
+            address = libc.mmap(None, PAGE, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_PRIVATE, fd, 0)
+            libc.mprotect(ctypes.c_void_p(address), ctypes.c_size_t(PAGE), mmap.PROT_READ | mmap.PROT_EXEC)
+            libc.munmap(ctypes.c_void_p(address), ctypes.c_size_t(PAGE))
+            os.read(read, 1)
+        finally:
+            os._exit(0)
+    sampler = IpSampler(pid)
+    try:
+        if not sampler.start():
+            pytest.skip(f"perf events refused: {sampler.refused}")
+        os.write(write, b"g")
+        import time
+
+        time.sleep(0.3)
+        samples = sampler.pause()
+    finally:
+        os.write(write, b"x")
+        sampler.close()
+        os.waitpid(pid, 0)
+    assert built_library in samples.exec_mappings_added
