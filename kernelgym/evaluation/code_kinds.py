@@ -5,7 +5,8 @@ file mapped in the candidate is one kind, and a function of PyTorch's is compute
 - torch: PyTorch's own libraries (ATen's kernels, MKL and oneDNN inside them, its OpenMP);
 - glue: the Python interpreter and the C library (calling, allocating, copying: no kernel's work);
 - other: any other code: numpy or another library, executable memory without a file, addresses that no
-  mapping held at stop.
+  mapping held at stop, an own library's file mapped outside its loaded image or its code written since
+  (evaluation/own_images.py).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import os
 import sys
 
 from kernelgym.evaluation.ip_sampler import ANON_EXEC, KERNEL, UNMAPPED, executable_mappings_at
+from kernelgym.evaluation.own_images import REMAPPED, WRITTEN
 
 OWN, TORCH, GLUE, OTHER = "own", "torch", "glue", "other"
 _TORCH_GLUE = ("libc10.", "libtorch_python", "libgomp", "libshm", "libiomp")
@@ -111,7 +113,7 @@ class Classifier:
         return kind
 
     def _kind(self, path: str) -> str:
-        if path in (ANON_EXEC, UNMAPPED):
+        if path in (ANON_EXEC, UNMAPPED, REMAPPED, WRITTEN):
             return OTHER
         if path == KERNEL or path.startswith("[v"):  # [vdso], [vsyscall]: the clock's fast path
             return GLUE

@@ -258,7 +258,7 @@ class IpSampler(PerfEvents):
     """
 
     def __init__(self, pid: int, period_ns: int = 100_000, ring_pages: int = 128,
-                 exclude_kernel: bool = True, cpus: tuple[int, ...] | None = None):
+                 exclude_kernel: bool = True, cpus: tuple[int, ...] | None = None, vet=None):
         if ring_pages & (ring_pages - 1):
             raise ValueError("ring_pages must be a power of two")
         super().__init__()
@@ -267,6 +267,8 @@ class IpSampler(PerfEvents):
         # and CPU, inherited: threads born during the region are sampled too, those that exit included.
         self.cpus = tuple(cpus) if cpus else None
         self.exclude_kernel = exclude_kernel
+        # (pid, maps, ips, files mapped executable meanwhile) -> maps relabelled (evaluation/own_images.py)
+        self.vet = vet
         self._parsed = _Parsed()
         self._maps_at_start: set[tuple[int, int, str]] = set()
         self._counted: dict[int, int] = {}  # each event's count at the last pause
@@ -350,7 +352,9 @@ class IpSampler(PerfEvents):
                 unsampled = tuple(sorted(thread_ids(self.pid) - sampled))
             maps_at = executable_mappings_at(self.pid)
             maps = [m[:3] for m in maps_at]
-            by_path = attribute(parsed.ips, maps)
+            if self.vet is not None:
+                maps_at = self.vet(self.pid, maps_at, parsed.ips, parsed.exec_mappings)
+            by_path = attribute(parsed.ips, [m[:3] for m in maps_at])
             offsets = file_offsets(parsed.ips, maps_at)
             added = self._added(maps, parsed)
             self._maps_at_start = set(maps)

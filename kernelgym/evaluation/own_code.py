@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from kernelgym.evaluation.code_kinds import GLUE, OTHER, OWN, TORCH, Classifier, is_housekeeping, readable
 from kernelgym.evaluation.ip_sampler import IpSampler, IpSamples
+from kernelgym.evaluation.own_images import OwnImages
 
 PERIOD_NS = 1_000_000  # one sample per ms of a thread's CPU time: ~2% of it (20 µs a sample on CI's VMs)
 RING_PAGES = 64  # 256 KiB per thread: ~10 s of one thread's CPU time at 1 ms, longer than any batch's limit
@@ -192,8 +193,10 @@ class BatchSampler:
     between batches (an ioctl each to resume: opening and mapping them costs milliseconds). Hosts that refuse
     perf events leave `refused` set to the reason."""
 
-    def __init__(self, period_ns: int = PERIOD_NS):
+    def __init__(self, period_ns: int = PERIOD_NS, vet=None):
+        """vet: relabels the maps before the samples are attributed (IpSampler.vet)."""
         self.period_ns = period_ns
+        self.vet = vet
         self.refused = ""
         self._by_pid: dict[int, IpSampler] = {}
         self._active: list[IpSampler] = []
@@ -209,7 +212,8 @@ class BatchSampler:
                 if sampler is not None:
                     sampler.resume()
                 elif first or not self._inherited:
-                    sampler = IpSampler(pid, period_ns=self.period_ns, ring_pages=RING_PAGES, cpus=cpus)
+                    sampler = IpSampler(pid, period_ns=self.period_ns, ring_pages=RING_PAGES, cpus=cpus,
+                                        vet=self.vet)
                     if not sampler.start():
                         self.refused = sampler.refused
                         self.close()
@@ -260,7 +264,10 @@ class CandidateWatch:
         self.notes: list[str] = []  # what fell back to what, for the verdict's notes
         self.classifier = Classifier()
         self.evidence = OwnCodeEvidence()
-        self.sampler = BatchSampler()
+        # The own libraries' loaded images, pinned when first seen: a copy of other code in a later mapping
+        # of the same file is not the solution's (evaluation/own_images.py).
+        self.own_images = OwnImages(lambda: self.classifier.own)
+        self.sampler = BatchSampler(vet=self.own_images.vet)
         self.reference_sampler = BatchSampler()  # the reference pays the same interrupts; its samples unread
 
     # the cgroup --------------------------------------------------------------------------------------------

@@ -120,7 +120,9 @@ TORCH_COMPUTE = _rule("torch_compute", H, "leaving the work to PyTorch (passthro
                       "fill and copy excluded)")
 UNTRACKED_COMPUTE = _rule("untracked_compute", H, "another library's kernels (numpy, ...) doing the work",
                           "CPU: sampled work in neither the solution's libraries, PyTorch, the interpreter "
-                          "nor libc (another library, code without a file, threads' time not sampled); "
+                          "nor libc (another library, code without a file, the solution's library file "
+                          "mapped outside the image the loader made of it or its code pages written since, "
+                          "threads' time not sampled); "
                           "where the samples are too few or perf is refused, a profiled batch's CPU time "
                           "outside its kernels and ATen, less what the same batch harness costs a stand-in "
                           "that computes nothing (measured beside it, at most 0.5 ms a call: autograd's "

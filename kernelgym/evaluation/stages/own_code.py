@@ -21,6 +21,7 @@ def own_code(ev: Evaluation) -> bool:
         own_kernel_calls=ev.first_batch.own_kernel_calls,
         samples=evidence.total, sampled_shares=evidence.summary(), top_files=evidence.top_paths(),
         top_ops=evidence.top_torch_ms())
+    ev.result.static.warnings.extend(f"own code: {note}" for note in ev.watch.own_images.notes)
     if not sampled_code.decides(evidence, ev.options.max_torch_share):
         ev.result.static.warnings.append(f"own code: {evidence.total} samples, too few to decide; "
                                          "the in-process profile decided")
