@@ -3,17 +3,17 @@
 # within 9 minutes of wall time (the device tool's limit is 10). From the checkout's root:
 #   bash benchmarks/gpu/gpu_integrity.sh [PART ...]   parts: env cheats integrity evidence noise (default: all)
 # Parts (each under its own time limit, so that one hang does not eat the others):
-#   cheats     pytest -m gpu -rA on the new GPU cheats of tests/adversarial (issue 43g), once as the judge
-#              decides by default (tests/adversarial/test_corpus.py) and once with the launch evidence on
-#              (EvalOptions.launch_evidence: the launches watched from outside the candidate decide;
-#              tests/gpu/test_launch_evidence_gpu.py): $OUT/cheats_default.log, $OUT/cheats_launch_evidence.log
+#   cheats     pytest -m gpu -rA on the new GPU cheats of tests/adversarial (issue 43g), once through the
+#              corpus's test (tests/adversarial/test_corpus.py) and once through the launch evidence's GPU test
+#              (tests/gpu/test_launch_evidence_gpu.py); both judge with the launches watched from outside the
+#              candidate deciding (EvalOptions.launch_evidence, the default): $OUT/cheats_default.log,
+#              $OUT/cheats_launch_evidence.log
 #   integrity  python benchmarks/judge_trust/integrity.py over the triton and cuda backends: every Triton and CUDA cheat
 #              of tests/adversarial, the bundled examples and the backward suite of both backends (tests/legit
 #              holds no GPU solution): $OUT/integrity.md, $OUT/integrity.json, $OUT/integrity.log
-#   evidence   the same with --launch-evidence, after the two above: whether the honest examples stay `ok`
-#              (no false rejection, no own_code_unverified) and no cheat is credited with the launch evidence
-#              deciding, the condition for making it the default (docs/gpu-own-code-wiring.md):
-#              $OUT/integrity_launch_evidence.{md,json,log}
+#   evidence   the same with --no-launch-evidence, after the two above: what the in-process profile alone
+#              would credit (the judge before the launch evidence became the default, 2026-12-07;
+#              docs/gpu-own-code-wiring.md): $OUT/integrity_profile_only.{md,json,log}
 #   noise      python benchmarks/judge_trust/timing_stability.py --backend triton: the speedup's CV over 10 evaluations
 #              of 5 bundled tasks (two small kernels: their cpu shapes; three large), alone on the GPU:
 #              $OUT/timing_stability.md, $OUT/timing_stability.jsonl (one line per task as it finishes)
@@ -82,12 +82,10 @@ if has evidence; then  # after the two above: the GPU's timing slot is one lock 
   backends=""
   for b in ${INTEGRITY_BACKENDS:-triton cuda}; do backends="$backends --backend $b"; done
   timeout -k 10 ${EVIDENCE_S:-200} $PYTHON benchmarks/judge_trust/integrity.py $backends --workers ${WORKERS:-6} \
-    --launch-evidence --out "$OUT/integrity_launch_evidence.md" --json "$OUT/integrity_launch_evidence.json" \
-    > "$OUT/integrity_launch_evidence.log" 2>&1
+    --no-launch-evidence --out "$OUT/integrity_profile_only.md" --json "$OUT/integrity_profile_only.json" \
+    > "$OUT/integrity_profile_only.log" 2>&1
   echo "evidence rc=$? (1: a credited cheat or a false rejection; 124: its limit)" >> "$OUT/steps.log"
-  grep -E "^\| (triton|cuda) \|" "$OUT/integrity_launch_evidence.log" | tee -a "$OUT/steps.log"
-  grep -c "own_code_unverified" "$OUT/integrity_launch_evidence.log" | sed 's/^/rows with own_code_unverified: /' \
-    | tee -a "$OUT/steps.log"
+  grep -E "^\| (triton|cuda) \|" "$OUT/integrity_profile_only.log" | tee -a "$OUT/steps.log"
 fi
 if has cheats; then
   for log in cheats_default cheats_launch_evidence; do
@@ -95,6 +93,8 @@ if has cheats; then
   done
 fi
 has integrity && grep -E "^\| (triton|cuda) \|" "$OUT/integrity.log" | tee -a "$OUT/steps.log"
+has integrity && grep -c "own_code_unverified" "$OUT/integrity.log" | sed 's/^/rows with own_code_unverified: /' \
+  | tee -a "$OUT/steps.log"
 
 if has noise; then  # alone on the GPU: nothing else is judged meanwhile
   stamp noise

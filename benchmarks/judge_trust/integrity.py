@@ -3,7 +3,7 @@
     python benchmarks/judge_trust/integrity.py          # the CPU corpora (cpp), into
                                                         # benchmarks/results/judge_trust/integrity.md
     python benchmarks/judge_trust/integrity.py --backend triton --backend cuda  # a GPU host: cheats, examples
-    python benchmarks/judge_trust/integrity.py --backend triton --backend cuda --launch-evidence --json j.json
+    python benchmarks/judge_trust/integrity.py --backend triton --backend cuda --no-launch-evidence --json j
 
 Counts, per backend:
 - cheats credited: a cheat of tests/adversarial that a reward pays more than its honest limit (the corpus's
@@ -65,7 +65,7 @@ def _rules(result) -> str:
     return ", ".join(sorted({getattr(r, "rule", "") or str(r) for r in result.reasons}))
 
 
-def _judge(backends: set[str], workers: int, launch_evidence: bool = False, rows: list[Row] | None = None
+def _judge(backends: set[str], workers: int, launch_evidence: bool = True, rows: list[Row] | None = None
            ) -> list[Row]:
     """Every job through one pool; each row is appended to `rows` as it is judged (a run stopped at its time
     limit keeps the rows it has)."""
@@ -172,9 +172,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--json", type=Path, default=None, help="also write every row here, as JSON")
+    parser.add_argument("--no-launch-evidence", action="store_false", dest="launch_evidence",
+                        help="GPU: judge with the in-process profile alone, as before the launches seen from "
+                             "outside the candidate decided (EvalOptions.launch_evidence, on by default)")
     parser.add_argument("--launch-evidence", "--launch-rules", action="store_true", dest="launch_evidence",
-                        help="GPU: the launches seen from outside the candidate decide whose code did the "
-                             "work (EvalOptions.launch_evidence)")
+                        help="the default (kept for older commands)")
     args = parser.parse_args(argv)
     rows: list[Row] = []
     command = "python benchmarks/judge_trust/integrity.py " + " ".join(argv or sys.argv[1:])

@@ -45,10 +45,11 @@ class EvalOptions:
     # GPU: the worker watches every kernel launch of the candidate from outside its process, in every batch
     # from its construction on (evaluation/launch_watch.py), and that evidence decides whether the solution's
     # own kernels did the work (evaluation/gpu_evidence.py); the in-process profile can only add a finding,
-    # and evidence that could not be complete leaves the speedup unverified (own_code_unverified). Off by
-    # default until benchmarks/gpu/gpu_integrity.sh shows the honest examples `ok` with it on a GPU host;
-    # then it becomes the default (docs/gpu-own-code-wiring.md). CPU evaluations never use it.
-    launch_evidence: bool = False
+    # and evidence that could not be complete leaves the speedup unverified (own_code_unverified). On by
+    # default since benchmarks/gpu/gpu_integrity.sh showed, on an H100, every honest Triton and CUDA example
+    # `ok` with it and no cheat credited, where the in-process profile alone credited 5
+    # (docs/gpu-own-code-wiring.md). CPU evaluations never use it.
+    launch_evidence: bool = True
     # the old name of launch_evidence (it counted the profiled batch's launches and could decide): the same
     launch_rules: bool = False
     ncu_timeout_s: float = 60.0

@@ -117,9 +117,9 @@ def corpus_pool():
     from kernelgym.workers.pool import EvalPool
 
     # A shorter timing budget than the default (at least 5 batches still): the verdict rules are the same.
-    # KERNELGYM_CORPUS_LAUNCH_EVIDENCE=1 (a GPU host): the launches seen from outside the candidate decide
-    # (EvalOptions.launch_evidence; tests/gpu/test_launch_evidence_gpu.py runs the GPU cheats so always).
-    launch_evidence = os.environ.get("KERNELGYM_CORPUS_LAUNCH_EVIDENCE") == "1"
+    # On a GPU the launches seen from outside the candidate decide, the default (EvalOptions.launch_evidence);
+    # KERNELGYM_CORPUS_LAUNCH_EVIDENCE=0 judges with the in-process profile alone, to see what that credits.
+    launch_evidence = os.environ.get("KERNELGYM_CORPUS_LAUNCH_EVIDENCE", "1") != "0"
     options = EvalOptions(timing_budget_s=1.0, launch_evidence=launch_evidence)
     with EvalPool(workers=2, options=options) as pool:
         yield pool

@@ -151,8 +151,9 @@ def test_nothing_is_taken_where_the_watch_is_off_or_refused():
     assert not refused.gpu_evidence.batches and not refused.launch_watch.takes
 
 
-def test_launch_evidence_is_off_by_default_and_launch_rules_is_its_old_name():
-    assert not EvalOptions().launch_evidence
+def test_launch_evidence_is_on_by_default_and_launch_rules_is_its_old_name():
+    assert EvalOptions().launch_evidence
+    assert not EvalOptions(launch_evidence=False).launch_evidence
     assert EvalOptions(launch_rules=True).launch_evidence
     assert EvalOptions.from_kwargs(launch_rules=True).launch_evidence
     assert not dataclasses.replace(EvalOptions(launch_rules=True), launch_evidence=False,
