@@ -26,7 +26,7 @@ from typing import Any
 from kernelgym.errors import TaskFormatError
 from kernelgym.tasks.task import Task, substitute_constants
 
-VERSION = 3  # bump when the search changes: cached sizes of an older search are measured again
+VERSION = 4  # bump when the search changes: cached sizes of an older search are measured again
 # Words of a constant's name that mark structure, not size (`kernel_size`, `num_heads`, `top_k`).
 STRUCTURAL = {
     "kernel",
@@ -240,7 +240,9 @@ def derive_cpu_size(task: Task, *, target_ms: float = 10.0, threads: int = 1) ->
     result.level, result.reference_ms = chosen[0], round(chosen[1], 3)
     result.constants = {k: v for k, v in scaled(constants, chosen[0]).items() if v != constants[k]}
     sized = dataclasses.replace(task, sizes={**task.sizes, "cpu": result.constants})
-    result.screen_flags = list(screen_task(sized, "cpu").flags) if result.constants else []
+    # screened also when no halving was needed (the file's own size): else a degenerate task whose
+    # reference is already quick enough, or a fast machine, would go unscreened
+    result.screen_flags = list(screen_task(sized, "cpu").flags)
     return result
 
 

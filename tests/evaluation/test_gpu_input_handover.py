@@ -95,6 +95,8 @@ def gpu_evaluation(log: Log) -> Evaluation:
     evaluation.candidate = ScriptedCandidate(log)
     evaluation.reference = ScriptedReference(log, evaluation.candidate)
     evaluation.watch, evaluation.batches = NoWatch(), 0
+    # no launch watch: the scripted stand-ins launch nothing (the real one runs in tests/gpu)
+    evaluation.launch_watch = evaluation.reference_launch_watch = evaluation.gpu_evidence = None
     evaluation.contention = {}  # the CPU's cores-waited record: none on a GPU
     evaluation.batch_parts_s = dict.fromkeys(BATCH_PARTS, 0.0)
     evaluation.atol = evaluation.rtol = 1e-4
