@@ -298,17 +298,16 @@ class KernelEnv(gym.Env[Observation, Action]):
 
     def _past_degenerate(self, task: Task, seed: int | None) -> Task:
         """`task`, or the next draw when the degenerate-task screen flags its derived cpu size (a constant or
-        input-independent output, which a fill would match); each flagged id is named once and never drawn
-        again. Only derived sizes are screened here: a task's own cpu size is its author's, checked by
+        input-independent output, which a fill would match); each flagged id is named once and skipped
+        whenever it is drawn. Only derived sizes are screened here: a task's own cpu size is its author's, checked by
         `kernelgym tasks check`, and a gpu size is not run on this side."""
         if not (self.config.skip_degenerate and self.size == "cpu"):
             return task
-        while not task.has_size("cpu") and cpu_size(task).screen_flags:
+        while not task.has_size("cpu") and (flags := cpu_size(task).screen_flags):
             if task.id not in self._degenerate:
                 self._degenerate.add(task.id)
                 logger.warn(f"{task.id} is skipped: the degenerate-task screen flags its derived cpu size "
-                              f"({'; '.join(cpu_size(task).screen_flags)}); EnvConfig.skip_degenerate=False "
-                              "serves it")
+                            f"({'; '.join(flags)}); EnvConfig.skip_degenerate=False serves it")
             if len(self._degenerate) >= len({t.id for t in self.tasks}):
                 raise ConfigError("every selected task is flagged by the degenerate-task screen at its "
                                   "derived cpu size; pass skip_degenerate=False to serve them anyway")
