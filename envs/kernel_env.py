@@ -299,8 +299,8 @@ class KernelEnv(gym.Env[Observation, Action]):
     def _past_degenerate(self, task: Task, seed: int | None) -> Task:
         """`task`, or the next draw when the degenerate-task screen flags its derived cpu size (a constant or
         input-independent output, which a fill would match); each flagged id is named once and skipped
-        whenever it is drawn. Only derived sizes are screened here: a task's own cpu size is its author's, checked by
-        `kernelgym tasks check`, and a gpu size is not run on this side."""
+        whenever it is drawn. Only derived sizes are screened here: a task's own cpu size is its author's,
+        checked by `kernelgym tasks check`, and a gpu size is not run on this side."""
         if not (self.config.skip_degenerate and self.size == "cpu"):
             return task
         while not task.has_size("cpu") and (flags := cpu_size(task).screen_flags):
