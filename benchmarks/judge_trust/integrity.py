@@ -175,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-launch-evidence", action="store_false", dest="launch_evidence",
                         help="GPU: judge with the in-process profile alone, as before the launches seen from "
                              "outside the candidate decided (EvalOptions.launch_evidence, on by default)")
-    parser.add_argument("--launch-evidence", "--launch-rules", action="store_true", dest="launch_evidence",
+    parser.add_argument("--launch-evidence", action="store_true", dest="launch_evidence",
                         help="the default (kept for older commands)")
     args = parser.parse_args(argv)
     rows: list[Row] = []

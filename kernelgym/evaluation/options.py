@@ -50,8 +50,6 @@ class EvalOptions:
     # `ok` with it and no cheat credited, where the in-process profile alone credited 5
     # (docs/gpu-own-code-wiring.md). CPU evaluations never use it.
     launch_evidence: bool = True
-    # the old name of launch_evidence (it counted the profiled batch's launches and could decide): the same
-    launch_rules: bool = False
     ncu_timeout_s: float = 60.0
     threshold: float = 1.0  # a verified speedup needs the interval's low end above this
     implausible_speedup: float = 5.0  # above this the timing is repeated and must reproduce
@@ -72,9 +70,6 @@ class EvalOptions:
     # None: the task's own dtype; "bf16"/"fp16"/"fp32": float inputs and parameters in that dtype
     dtype: str | None = None
     seed: int | None = None  # fixes the hidden seeds (for debugging only: normal runs draw fresh ones)
-
-    def __post_init__(self) -> None:
-        self.launch_evidence = self.launch_evidence or self.launch_rules
 
     @classmethod
     def from_kwargs(cls, base: EvalOptions | None = None, **kwargs: Any) -> EvalOptions:

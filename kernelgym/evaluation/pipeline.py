@@ -85,7 +85,7 @@ class Pipeline:
         started = time.monotonic()
         rng = seed_source(job.options)
         options = dataclasses.replace(job.options, shapes="shown", timing=False, profile=False, ncu=False,
-                                      launch_evidence=False, launch_rules=False,
+                                      launch_evidence=False,
                                       compile_baseline=False, correctness_trials=2,
                                       perturbed_trials=min(1, job.options.perturbed_trials))
         result.heldout_shapes = []

@@ -5,11 +5,11 @@ an `ok` whose speedup is not verified."""
 
 from __future__ import annotations
 
-import dataclasses
 from types import SimpleNamespace
 
 import pytest
 
+from kernelgym.errors import ConfigError
 from kernelgym.evaluation import rules
 from kernelgym.evaluation.gpu_evidence import (
     OWN,
@@ -151,13 +151,11 @@ def test_nothing_is_taken_where_the_watch_is_off_or_refused():
     assert not refused.gpu_evidence.batches and not refused.launch_watch.takes
 
 
-def test_launch_evidence_is_on_by_default_and_launch_rules_is_its_old_name():
+def test_launch_evidence_is_on_by_default_and_its_old_name_is_refused():
     assert EvalOptions().launch_evidence
     assert not EvalOptions(launch_evidence=False).launch_evidence
-    assert EvalOptions(launch_rules=True).launch_evidence
-    assert EvalOptions.from_kwargs(launch_rules=True).launch_evidence
-    assert not dataclasses.replace(EvalOptions(launch_rules=True), launch_evidence=False,
-                                   launch_rules=False).launch_evidence
+    with pytest.raises(ConfigError, match="unknown evaluation option.*launch_rules"):
+        EvalOptions.from_kwargs(launch_rules=True)
 
 
 def test_a_cpu_evaluation_never_watches_launches(pool, relu_task, relu_solution):
