@@ -353,6 +353,14 @@ class Backbone:
         return folder
 
 
+def is_saved_backbone(folder: str | os.PathLike) -> bool:
+    """Whether `folder` holds a backbone that Backbone can load: a full model (config.json) or, from a LoRA
+    run, the role adapters with the base they extend (META_FILE); a resumed run tests this before it skips a
+    finished SFT."""
+    folder = Path(folder)
+    return (folder / "config.json").is_file() or (folder / META_FILE).is_file()
+
+
 def _ref(role: str) -> str:
     return f"ref_{role}"
 

@@ -116,7 +116,7 @@ def sft_baselines(results: Results, backbone, pool) -> None:
 
 def main() -> None:
     from kernelgym import EvalPool
-    from kernelgym.agents.davinci.backbone import Backbone
+    from kernelgym.agents.davinci.backbone import Backbone, is_saved_backbone
     from kernelgym.agents.davinci.config import (
         BackboneConfig,
         EpisodeConfig,
@@ -144,7 +144,7 @@ def main() -> None:
             backbone = Backbone(replace(backbone_config, model=str(sft_dir)))
             if ARGS.no_skills:  # the anchor of the ablation: the same SFT model, judged without skills
                 results.phase("after_sft_no_skills", lambda: evaluate(backbone, pool, skills=False))
-        elif results.done("sft") and (sft_dir / "config.json").is_file():  # a resumed run: SFT is behind us
+        elif results.done("sft") and is_saved_backbone(sft_dir):  # a resumed run: SFT is behind us
             backbone = Backbone(replace(backbone_config, model=str(sft_dir)))
         else:
             backbone = Backbone(backbone_config)

