@@ -56,6 +56,9 @@ class Backbone:
         import torch
 
         self.config = config
+        if config.generation_cache not in ("dynamic", "static"):
+            raise ConfigError(f"backbone.generation_cache must be 'dynamic' or 'static', "
+                              f"not {config.generation_cache!r}")
         if config.device == "cpu":
             torch.set_num_threads(config.threads or max(1, (os.cpu_count() or 1) // 2))
         if model is None:
@@ -193,12 +196,17 @@ class Backbone:
         # A fresh GenerationConfig: nothing from the checkpoint's defaults (top_k, repetition penalty, ...)
         # reshapes the distribution beyond the temperature and top_p that token_logprobs applies again.
         eos, pad = self.tokenizer.eos_token_id, self.tokenizer.pad_token_id
+        static = self.config.generation_cache == "static"
         sampling = GenerationConfig(
             max_new_tokens=max_new_tokens, pad_token_id=pad, eos_token_id=eos,
+            **({"cache_implementation": "static"} if static else {}),
             **({"min_new_tokens": min_new_tokens} if min_new_tokens else {}),
             **({"do_sample": True, "temperature": temperature, "top_p": top_p, "top_k": 0}
                if temperature > 0 else {"do_sample": False}))
         width = max(len(p) for p in prompts)
+        if static:  # few cache shapes: each new one is compiled again
+            step = max(1, self.config.generation_pad_to)
+            width = -(-width // step) * step
         device = self.config.device
         # Left padding: every row's last prompt token sits at the same position, so one cache serves all;
         # the mask (and the position ids generate derives from it) hides the padding.

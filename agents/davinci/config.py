@@ -43,6 +43,12 @@ class BackboneConfig:
     # activations in the backward pass instead of keeping them (training forwards only).
     mixed_precision: str = "no"  # "no" or "bf16"
     gradient_checkpointing: bool = False
+    # "static": generation keeps its KV cache in fixed-size buffers, and on a GPU transformers then compiles
+    # the decoding step into CUDA graphs. Eager decoding dispatches about 6,000 ops a token for a 30-layer
+    # model (SmolLM2-135M), about 65 ms a step on an H200 whatever the batch. Prompts are left-padded to a
+    # multiple of `generation_pad_to` so that the cache takes few shapes (each new shape compiles again).
+    generation_cache: str = "dynamic"  # "dynamic" or "static"
+    generation_pad_to: int = 256
     # On a GPU the judge also times candidates on: the policy's generation and training steps hold that GPU's
     # timing slot (kernelgym.workers.locks), so no candidate is timed beside the policy's own kernels.
     # Builds and correctness checks go on meanwhile; only timings wait.

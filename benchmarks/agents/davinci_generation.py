@@ -132,10 +132,11 @@ def main(args) -> None:
     model, what = pick_model(args.model)
     backbone = Backbone(BackboneConfig(model=model, device=args.device, dtype=args.dtype,
                                        mixed_precision=args.mixed_precision, threads=args.threads,
-                                       max_prompt_tokens=4096))
+                                       max_prompt_tokens=4096, generation_cache=args.generation_cache))
     device_name = torch.cuda.get_device_name(0) if args.device.startswith("cuda") else platform.processor()
     result = {"model": what, "device": args.device, "device_name": device_name or platform.machine(),
               "dtype": args.dtype, "mixed_precision": args.mixed_precision,
+              "generation_cache": args.generation_cache,
               "threads": torch.get_num_threads(), "torch": torch.__version__,
               "transformers": transformers.__version__, "cpu_count": os.cpu_count(),
               "load_average": os.getloadavg(), "settings": vars(args), "batches": []}
@@ -172,6 +173,9 @@ if __name__ == "__main__":
     parser.add_argument("--mixed-precision", default="no",
                         help="bf16: fp32 weights under bf16 autocast, as a full fine-tuning run generates")
     parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--generation-cache", default="dynamic",
+                        help="static: fixed KV cache buffers (on a GPU the decoding step is compiled into "
+                             "CUDA graphs; the first call of each shape pays the compile)")
     parser.add_argument("--tokens", type=int, default=512, help="new tokens per row")
     parser.add_argument("--batches", default="1,4,16,64")
     parser.add_argument("--repeats", type=int, default=3, help="rounds over the batch sizes")

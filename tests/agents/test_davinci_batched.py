@@ -45,6 +45,30 @@ def test_batched_greedy_equals_one_row_at_a_time(backbone):
     assert [g.completion_ids for g in in_pairs] == [g.completion_ids for g in one]
 
 
+def test_a_static_cache_generates_the_same_greedy_tokens(backbone):
+    """generation_cache="static" (fixed cache buffers, prompts padded to a multiple of generation_pad_to; on a
+    GPU the decoding step is then compiled into CUDA graphs) changes the speed, not the tokens."""
+    import dataclasses
+
+    eager = backbone.generate_batch("policy", _conversations(), max_new_tokens=24, temperature=0)
+    config = backbone.config
+    try:
+        backbone.config = dataclasses.replace(config, generation_cache="static", generation_pad_to=64)
+        static = backbone.generate_batch("policy", _conversations(), max_new_tokens=24, temperature=0)
+    finally:
+        backbone.config = config
+    assert [g.completion_ids for g in static] == [g.completion_ids for g in eager]
+    assert [g.prompt_ids for g in static] == [g.prompt_ids for g in eager]  # the extra padding is not kept
+
+
+def test_an_unknown_generation_cache_is_refused():
+    from kernelgym.agents.davinci.backbone import Backbone
+    from kernelgym.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="generation_cache"):
+        Backbone(BackboneConfig(generation_cache="paged"), model=object(), tokenizer=object())
+
+
 def test_the_comparison_sees_unmasked_padding(backbone):
     """The control: the same left-padded rows with the padding *not* masked give other tokens, so the
     equality above is evidence that the mask and positions are right."""
