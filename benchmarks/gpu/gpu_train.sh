@@ -31,7 +31,8 @@
 # machine), SFT_LR and RL_LR (LoRA: 10x the full fine-tune's 5e-5 and 1e-5, the
 # ratio "LoRA Without Regret" (Thinking Machines, 2025) found best for SFT and RL alike), SFT_EPOCHS (LoRA: 3,
 # since one epoch left the policy adapter at loss 0.99 and 0/23 compiling on the H200; full: 1),
-# STEPS_RL, TASKS, GROUP, TURNS, TOKENS, WORKERS, GEN_BATCH, SEED, RUN, CALL_S, EXTRA (more davinci_run args).
+# BASELINES (1: the SFT model's one_shot, best_of_2, refine_2 after RL; 0: none, for a lease too short, since
+# a CPU can judge them from the collected adapters), STEPS_RL, TASKS, GROUP, TURNS, TOKENS, WORKERS, GEN_BATCH, SEED, RUN, CALL_S, EXTRA (more davinci_run args).
 set -uo pipefail
 OUT=${OUT:-/tmp/kernelgym-gpu-out}
 RUN=${RUN:-/tmp/kg-train}
@@ -142,7 +143,7 @@ EOF
   python3 benchmarks/agents/davinci_run.py --out "$RUN" --suite curriculum --device cuda --mixed-precision bf16 \
     --backend "$backend" --generation-cache $cache --tokens ${TOKENS:-448} --rl-steps ${STEPS_RL:-16} \
     --tasks-per-step ${TASKS:-8} --group ${GROUP:-8} --turns ${TURNS:-1} --generation-batch ${GEN_BATCH:-64} \
-    --workers ${WORKERS:-12} --save-every 4 --seed ${SEED:-0} --baselines --rl-stop-at $stop_at $adapt ${EXTRA:-} \
+    --workers ${WORKERS:-12} --save-every 4 --seed ${SEED:-0} $([[ ${BASELINES:-1} == 1 ]] && echo --baselines) --rl-stop-at $stop_at $adapt ${EXTRA:-} \
     >> "$RUN/run.log" 2>&1 &
   pid=$!
   # The call's own limit: what is left past it would be killed mid-phase; a finished phase is kept.
