@@ -18,7 +18,8 @@ GPU for triton/cuda candidates, its cores for cpp). Phases, each saved to result
 
 A rerun of the same command skips the phases already in results.json and continues RL from its latest
 checkpoint, so a run cut by a machine's time limit resumes where it stopped (--rl-max-minutes ends RL on a
-step boundary, with a checkpoint). Held-out tasks are never trained on.
+step boundary, with a checkpoint). Held-out tasks are never trained on. --no-held-out trains only; a rerun of
+the same command without it, on any machine holding the run's folder, judges every held-out phase.
 """
 
 from __future__ import annotations
@@ -128,6 +129,7 @@ def main() -> None:
 
     out = Path(ARGS.out)
     out.mkdir(parents=True, exist_ok=True)
+    held_out = not ARGS.no_held_out
     train = train_split(ARGS.backend) if ARGS.suite == "bundled" else curriculum_ids("train")
     backbone_config = BackboneConfig(model=ARGS.model, max_prompt_tokens=2048, threads=ARGS.threads,
                                      device=ARGS.device, lora=ARGS.lora, lora_rank=8,
@@ -146,10 +148,15 @@ def main() -> None:
             if ARGS.no_skills:  # the anchor of the ablation: the same SFT model, judged without skills
                 results.phase("after_sft_no_skills", lambda: evaluate(backbone, pool, skills=False))
         elif results.done("sft") and is_saved_backbone(sft_dir):  # a resumed run: SFT is behind us
+            if held_out and not results.done("before_sft"):  # a run trained elsewhere with --no-held-out
+                base = Backbone(backbone_config)
+                results.put("before_sft", evaluate(base, pool))
+                del base
             backbone = Backbone(replace(backbone_config, model=str(sft_dir)))
         else:
             backbone = Backbone(backbone_config)
-            results.phase("before_sft", lambda: evaluate(backbone, pool))
+            if held_out:
+                results.phase("before_sft", lambda: evaluate(backbone, pool))
             sft = SFTConfig(backbone=backbone_config, output_dir=str(out / "sft"), epochs=ARGS.sft_epochs,
                             lr=ARGS.sft_lr, batch_size=1, max_length=3072,
                             data=SFTDataConfig(replay_backend=ARGS.backend),
@@ -160,9 +167,10 @@ def main() -> None:
             results.put("sft", {"examples": sft_result.examples, "filter": sft_result.filter_report,
                                 "train_loss": sft_result.train_loss,
                                 "wall_s": round(time.monotonic() - t0, 1)})
-        results.phase("after_sft", lambda: evaluate(backbone, pool))
+        if held_out:
+            results.phase("after_sft", lambda: evaluate(backbone, pool))
         if ARGS.rl_steps == 0:  # SFT only; a later run can start RL from it with --from-sft
-            if ARGS.baselines:
+            if ARGS.baselines and held_out:
                 sft_baselines(results, backbone, pool)
             return
         if not results.done("rl"):
@@ -172,6 +180,8 @@ def main() -> None:
                       "command to continue", flush=True)
                 return
             results.put("rl", rl)
+        if not held_out:  # rerun without --no-held-out (on any machine) to judge the saved models
+            return
         # The held-out model is the last checkpoint, as a fresh process would load it (also after a resume).
         del backbone
         backbone = Backbone(replace(backbone_config, model=str(latest_checkpoint(out / "rl")[1] / "model")))
@@ -272,6 +282,9 @@ if __name__ == "__main__":
     parser.add_argument("--seed", type=int, default=0, help="RL's seed (task draws and sampling)")
     parser.add_argument("--baselines", action="store_true",
                         help="also the SFT model's one_shot, best_of_2, refine_2 and the agent at two turns")
+    parser.add_argument("--no-held-out", action="store_true",
+                        help="train only (SFT, RL): a rerun without this flag (on any machine, from the "
+                             "collected state) judges the held-out phases, so a short GPU lease only trains")
     parser.add_argument("--no-skills", action="store_true",
                         help="the policy role alone: no skills in any prompt, no summaries, no gate "
                              "(the ablation without a skill library, in training and in evaluation)")
