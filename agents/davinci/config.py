@@ -141,8 +141,9 @@ class RLConfig(_TrainingConfig):
     task_sampling: str = "uniform"
     workers: int = 1  # judge workers
     resume: bool = True  # continue from the latest checkpoint in output_dir
-    # > 0: stop after the step that ends past this many seconds of this call, with a checkpoint, so a machine
-    # lent for a fixed time ends on a step boundary; the same command continues from there.
+    # > 0: this call's seconds for RL. No step begins that would end past them (judged by the longest step so
+    # far; the call's first step always runs), and the stop writes a checkpoint, so a machine lent for a fixed
+    # time ends on a step boundary; the same command continues from there.
     max_wall_s: float = 0.0
     # Held-out evaluation at every checkpoint (agents/davinci/heldout.py): a task source (suite name, `hf`, a
     # folder of task files) whose tasks are played but never trained on. None: no held-out evaluation.

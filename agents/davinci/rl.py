@@ -62,6 +62,13 @@ def episode_metrics(groups: list[list[Trajectory]]) -> dict[str, float]:
             "outcome_mean": sum(t.outcome for t in trajs) / max(len(trajs), 1)}
 
 
+def next_step_overruns(budget_s: float, elapsed_s: float, longest_step_s: float) -> bool:
+    """Whether another step, as long as the longest so far, would end past this call's budget (0: none).
+
+    A lent machine's limit is hard: a step begun that cannot end in time loses its work and the checkpoint."""
+    return budget_s > 0 and elapsed_s + longest_step_s > budget_s
+
+
 def run_rl(config: RLConfig, *, backbone=None, pool=None, tensorboard: bool = True) -> RLResult:
 
     from kernelgym.agents.davinci.episode import EpisodeRunner
@@ -95,10 +102,14 @@ def run_rl(config: RLConfig, *, backbone=None, pool=None, tensorboard: bool = Tr
                 from kernelgym.agents.davinci.heldout import HeldoutEvaluation
 
                 heldout = HeldoutEvaluation(config, backbone, store, judge, task_ids)
+            longest_step_s = 0.0
             for step in range(start, config.steps):
+                step_started = time.monotonic()
                 _one_step(config, step, backbone, optimizer, runner, task_ids, result, writer, out, credit,
                           sampler)
-                out_of_time = 0 < config.max_wall_s <= time.monotonic() - started
+                longest_step_s = max(longest_step_s, time.monotonic() - step_started)
+                elapsed_s = time.monotonic() - started
+                out_of_time = next_step_overruns(config.max_wall_s, elapsed_s, longest_step_s)
                 if (step + 1) % config.save_every == 0 or step + 1 == config.steps or out_of_time:
                     save_checkpoint(out / f"checkpoint-{step + 1}", backbone, optimizer, runner, step + 1,
                                     credit, sampler)

@@ -17,9 +17,10 @@ GPU for triton/cuda candidates, its cores for cpp). Phases, each saved to result
   (two greedy turns, the second seeing the first's feedback), both at the budget of after_rl_2turns.
 
 A rerun of the same command skips the phases already in results.json and continues RL from its latest
-checkpoint, so a run cut by a machine's time limit resumes where it stopped (--rl-max-minutes ends RL on a
-step boundary, with a checkpoint). Held-out tasks are never trained on. --no-held-out trains only; a rerun of
-the same command without it, on any machine holding the run's folder, judges every held-out phase.
+checkpoint, so a run cut by a machine's time limit resumes where it stopped (--rl-max-minutes ends RL on the
+last step boundary that the longest step so far says fits, with a checkpoint). Held-out tasks are never
+trained on. --no-held-out trains only; a rerun of the same command without it, on any machine holding the
+run's folder, judges every held-out phase.
 """
 
 from __future__ import annotations
@@ -276,7 +277,8 @@ if __name__ == "__main__":
                         help="rank-8 LoRA adapters per role (small checkpoints)")
     parser.add_argument("--save-every", type=int, default=0, help="RL checkpoint interval (0: at the end)")
     parser.add_argument("--rl-max-minutes", type=float, default=0.0,
-                        help="end this call's RL after the step that passes it (0: no limit); rerun to go on")
+                        help="this call's minutes of RL: no step begins that would end past them, judged by "
+                             "the longest step so far (0: no limit); rerun to go on")
     parser.add_argument("--rl-stop-at", type=float, default=0.0,
                         help="unix time: end this call's RL on the step boundary before it (0: none)")
     parser.add_argument("--seed", type=int, default=0, help="RL's seed (task draws and sampling)")

@@ -17,7 +17,8 @@
 #              (LoRA adapters of SFT and of the latest RL checkpoint, optimizer, skills, trajectories, logs) as
 #              state.tgz.part-* of at most 15 MiB with state.sha256 (the device returns 8 files of 16 MiB)
 # The device tool keeps /tmp only while the machine stays warm (about 30 s idle), so the calls go back to
-# back. A new run: call 1 carries [.big/p1, .whl] and runs `bash benchmarks/gpu/gpu_train.sh setup stash
+# back. Give each call a timeout_s at least CALL_S + 30: the call's `collect` runs after CALL_S (a call that the
+# device kills first returns nothing, and its steps are lost with the machine). A new run: call 1 carries [.big/p1, .whl] and runs `bash benchmarks/gpu/gpu_train.sh setup stash
 # measure`; call 2 carries [.big/p2, .big/sha, .whl] and runs `bash benchmarks/gpu/gpu_train.sh setup model run
 # collect`; later calls run `bash benchmarks/gpu/gpu_train.sh setup run collect` until results.json holds
 # after_rl (see ../shared/gpu-host/model_parts.sh for the parts). A run continued on a new machine: copy the
@@ -134,7 +135,8 @@ EOF
 )
   fi
   echo "generation cache $cache" | tee -a "$OUT/train_steps.log"
-  stop_at=$(( started + CALL_S - ${STEP_MARGIN_S:-110} ))
+  # RL begins no step that the longest so far says would end past stop_at; the margin is for the exit and collect
+  stop_at=$(( started + CALL_S - ${STEP_MARGIN_S:-60} ))
   if [[ ${LORA:-1} == 1 ]]; then
     adapt="--lora --sft-lr ${SFT_LR:-5e-4} --rl-lr ${RL_LR:-1e-4} --sft-epochs ${SFT_EPOCHS:-3}"
   else
@@ -147,7 +149,9 @@ EOF
     >> "$RUN/run.log" 2>&1 &
   pid=$!
   # The call's own limit: what is left past it would be killed mid-phase; a finished phase is kept.
-  ( sleep $(( started + CALL_S - $(date +%s) )); kill -INT $pid 2>/dev/null ) & watchdog=$!
+  # INT first (a finished phase is written as it ends), then KILL, so that `collect` still runs in the call.
+  ( sleep $(( started + CALL_S - $(date +%s) )); kill -INT $pid 2>/dev/null; sleep 15; kill -KILL $pid 2>/dev/null ) &
+  watchdog=$!
   wait $pid; echo "run rc=$?" | tee -a "$OUT/train_steps.log"
   kill $watchdog 2>/dev/null
   tail -3 "$RUN/run.log" | cut -c1-400 | tee -a "$OUT/train_steps.log"

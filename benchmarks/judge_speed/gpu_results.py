@@ -381,7 +381,7 @@ def main() -> None:
     load_inline = Solution(f"{MODE.backend('cuda')} L1/1_ReLU (KernelBench format, load_inline)",
                            MODE.backend("cuda"), "L1/1_ReLU", KB_STYLE / kb_file)
     agree_set = [s for s in (example_solution(b, t) for b, t in AGREEMENT) if s is not None]
-    if args.smoke:  # every phase once: each more solution is one more of torch's own builds (~30 s on 2 cores)
+    if args.smoke:  # every phase once: each more solution is one more of torch's own builds (~30 s, 2 cores)
         agree_set = agree_set[:1]
     relu = [example_solution(b, "L1/1_ReLU") for b in ("cuda", "triton")]
     data = {"wall": [], "agreement": [], "throughput": None, "ncu": [], "empty_region": None}

@@ -68,3 +68,13 @@ def test_rl_stops_on_a_step_boundary_at_its_time_limit_and_continues(tiny, tmp_p
     assert resumed.steps_done == 3
     steps = [json.loads(line)["step"] for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert steps == [1, 2, 3]
+
+
+def test_no_step_begins_that_would_end_past_the_calls_budget():
+    from kernelgym.agents.davinci.rl import next_step_overruns
+
+    # 400 s in, steps of up to 150 s, a 500 s budget: the next step would end at 550 s, so the call stops
+    # here (a lease killed mid-step loses the step and its checkpoint)
+    assert next_step_overruns(500.0, 400.0, 150.0)
+    assert not next_step_overruns(500.0, 300.0, 150.0)
+    assert not next_step_overruns(0.0, 1e9, 150.0)  # no budget: never out of time
