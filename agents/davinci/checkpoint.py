@@ -51,12 +51,14 @@ def load_optimizer(folder: str | Path) -> dict[str, Any]:
     import torch
 
     folder = Path(folder)
-    head = torch.load(folder / "optimizer.pt", weights_only=True)
+    # On the CPU: a GPU run's checkpoint resumes on a machine without one (Optimizer.load_state_dict moves
+    # each state to its parameter's device).
+    head = torch.load(folder / "optimizer.pt", weights_only=True, map_location="cpu")
     if "shards" not in head:
         return head
     state: dict[int, Any] = {}
     for k in range(head["shards"]):
-        state.update(torch.load(folder / f"optimizer-{k:03d}.pt", weights_only=True))
+        state.update(torch.load(folder / f"optimizer-{k:03d}.pt", weights_only=True, map_location="cpu"))
     return {"state": state, "param_groups": head["param_groups"]}
 
 
