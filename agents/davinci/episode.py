@@ -112,8 +112,7 @@ class EpisodeRunner:
         for r in rollouts:
             r.traj.reused_admitted = [s.id for s in r.skills if s.id in self.admitted]
         self._play_all(rollouts)
-        for r in rollouts:
-            self._summarize(r.task, r.traj, r.teacher)
+        self._summarize_all(rollouts)
         return [r.traj for r in rollouts]
 
     def _envs(self, n: int) -> list:
@@ -265,14 +264,25 @@ class EpisodeRunner:
         return traj.best_verified_speedup > self.config.gate_threshold
 
     def _summarize(self, task, traj: Trajectory, teacher: Teacher) -> None:
+        self._summarize_all([_Rollout(None, {}, task, traj, teacher=teacher)])
+
+    def _summarize_all(self, rollouts: list[_Rollout]) -> None:
+        """The summaries of the episodes that earn one, generated in one batched call (one at a time, a
+        step's few summaries took as long as its 128 policy replies), then parsed and gated in order."""
         c = self.config
-        if c.summarize == "never" or self.store is None or not traj.best_source:
+        if c.summarize == "never" or self.store is None:
             return
-        if c.summarize == "verified" and teacher.summary is None and not self._verified(traj):
-            return  # the gate could not admit it: neither a summary nor a gate call
-        messages = roles.summary_messages(traj.task_id, traj.category, traj.backend, traj.best_source,
-                                          traj.best_verified_speedup or None, traj.selected_ids)
-        turn = self._turn("summary", messages, teacher.summary, c.summary_tokens)
+        # "verified": only a solution the gate could admit gets a summary (and a gate call)
+        asked = [r for r in rollouts if r.traj.best_source and
+                 (c.summarize != "verified" or r.teacher.summary is not None or self._verified(r.traj))]
+        messages = [roles.summary_messages(t.task_id, t.category, t.backend, t.best_source,
+                                           t.best_verified_speedup or None, t.selected_ids)
+                    for t in (r.traj for r in asked)]
+        turns = self._turns("summary", messages, [r.teacher.summary for r in asked], c.summary_tokens)
+        for r, turn in zip(asked, turns, strict=True):
+            self._gate_summary(r.traj, r.teacher, turn)
+
+    def _gate_summary(self, traj: Trajectory, teacher: Teacher, turn: RoleTurn) -> None:
         traj.turns.append(turn)
         fields = roles.parse_summary(turn.text)
         if fields is None:

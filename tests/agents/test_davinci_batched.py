@@ -222,3 +222,57 @@ def test_each_episode_of_a_batch_can_have_its_own_teacher(tmp_path, pool):
     finally:
         runner.close()
     assert [t.verdicts for t in trajs] == [["ok"], ["no_code"]]
+
+
+def test_a_steps_summaries_are_generated_in_one_call(backbone, tmp_path):
+    """Every episode that earns a summary gets it from one batched call (one at a time, a step's handful of
+    summaries took as long as all its policy replies); an episode without a verified speedup gets none."""
+    from kernelgym.agents.davinci.episode import EpisodeRunner, Teacher, _Rollout
+    from kernelgym.agents.davinci.trajectory import Trajectory
+    from kernelgym.skill_store import SkillStore
+    from kernelgym.tasks import resolve_task
+
+    task = resolve_task(RELU)
+    source = task.source.replace("class Model", "class ModelNew")
+
+    def traj(speedup):
+        t = Trajectory(task.id, task.category, "cpp", "cpu")
+        t.best_source, t.best_speedup, t.best_verified_speedup = source, speedup, speedup
+        return t
+
+    store = SkillStore(tmp_path / "skills.sqlite")
+    counting = _Counting(backbone)
+    runner = EpisodeRunner(EpisodeConfig(task_ids=[RELU], summary_tokens=8, temperature=0.0), counting, store)
+    trajs = [traj(1.5), traj(0.0), traj(2.0), traj(1.2)]
+    try:
+        runner._summarize_all([_Rollout(None, {}, task, t, teacher=Teacher()) for t in trajs])
+    finally:
+        runner.close()
+        store.close()
+    assert counting.calls == [("summary", 3)]
+    assert [[turn.role for turn in t.turns] for t in trajs] == [["summary"], [], ["summary"], ["summary"]]
+    assert trajs[1].summary_status == "skipped"
+    assert all(t.summary_status != "skipped" for t in (trajs[0], trajs[2], trajs[3]))
+
+
+def test_a_bf16_base_keeps_fp32_adapters_and_its_static_cache_one_dtype(tmp_path):
+    """LoRA over a bf16 base (gpu_train.sh's default): the adapters train in fp32, and static-cache generation
+    gives the eager tokens. Over fp32 weights under bf16 autocast, RoPE left keys fp32 and values bf16, and
+    transformers 5.17's static cache refused them."""
+    import dataclasses
+
+    import torch
+
+    from kernelgym.agents.davinci.backbone import Backbone
+    from kernelgym.agents.tiny import make_tiny_model
+
+    folder = make_tiny_model(tmp_path / "tiny")
+    lora = Backbone(BackboneConfig(model=str(folder), threads=1, max_prompt_tokens=1024, lora=True,
+                                   dtype="bfloat16", mixed_precision="bf16"))
+    trainable = {p.dtype for p in lora.model.parameters() if p.requires_grad}
+    frozen_base = {p.dtype for n, p in lora.model.named_parameters() if "lora_" not in n}
+    assert trainable == {torch.float32} and frozen_base == {torch.bfloat16}
+    eager = lora.generate_batch("policy", _conversations(), max_new_tokens=12, temperature=0)
+    lora.config = dataclasses.replace(lora.config, generation_cache="static", generation_pad_to=64)
+    static = lora.generate_batch("policy", _conversations(), max_new_tokens=12, temperature=0)
+    assert [g.completion_ids for g in static] == [g.completion_ids for g in eager]
