@@ -130,12 +130,12 @@ def main(args) -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     model, what = pick_model(args.model)
-    backbone = Backbone(BackboneConfig(model=model, device=args.device, dtype=args.dtype,
+    backbone = Backbone(BackboneConfig(model=model, device=args.device, dtype=args.dtype, lora=args.lora,
                                        mixed_precision=args.mixed_precision, threads=args.threads,
                                        max_prompt_tokens=4096, generation_cache=args.generation_cache))
     device_name = torch.cuda.get_device_name(0) if args.device.startswith("cuda") else platform.processor()
     result = {"model": what, "device": args.device, "device_name": device_name or platform.machine(),
-              "dtype": args.dtype, "mixed_precision": args.mixed_precision,
+              "dtype": args.dtype, "lora": args.lora, "mixed_precision": args.mixed_precision,
               "generation_cache": args.generation_cache,
               "threads": torch.get_num_threads(), "torch": torch.__version__,
               "transformers": transformers.__version__, "cpu_count": os.cpu_count(),
@@ -175,6 +175,8 @@ if __name__ == "__main__":
     parser.add_argument("--dtype", default="float32")
     parser.add_argument("--mixed-precision", default="no",
                         help="bf16: fp32 weights under bf16 autocast, as a full fine-tuning run generates")
+    parser.add_argument("--lora", action="store_true",
+                        help="fresh rank-8 adapters per role over the model, as the daVinci run generates")
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--generation-cache", default="dynamic",
                         help="static: fixed KV cache buffers (on a GPU the decoding step is compiled into "

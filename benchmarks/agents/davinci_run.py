@@ -133,7 +133,7 @@ def main() -> None:
     held_out = not ARGS.no_held_out
     train = train_split(ARGS.backend) if ARGS.suite == "bundled" else curriculum_ids("train")
     backbone_config = BackboneConfig(model=ARGS.model, max_prompt_tokens=2048, threads=ARGS.threads,
-                                     device=ARGS.device, lora=ARGS.lora, lora_rank=8,
+                                     device=ARGS.device, dtype=ARGS.dtype, lora=ARGS.lora, lora_rank=8,
                                      mixed_precision=ARGS.mixed_precision,
                                      generation_cache=ARGS.generation_cache)
     results = Results(out, {"train": train, "held_out": HELD_OUT, "args": vars(ARGS)})
@@ -265,6 +265,10 @@ if __name__ == "__main__":
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--device", default="cpu", help="where the model runs: cpu or cuda")
     parser.add_argument("--mixed-precision", default="no", help="bf16: fp32 weights under bf16 autocast")
+    parser.add_argument("--dtype", default="float32",
+                        help="the weights' dtype; with --lora, bfloat16 keeps the frozen base in bf16 (the "
+                             "adapters stay fp32): no weight casts a step, and the static cache gets keys "
+                             "and values of one dtype")
     parser.add_argument("--generation-cache", default="dynamic",
                         help="static: fixed KV cache buffers, the decoding step compiled on a GPU")
     parser.add_argument("--generation-batch", type=int, default=16, help="rows per batched generate call")

@@ -29,7 +29,7 @@
 # on the CPU, where the first GPU segment's Triton SFT model compiled 0/23), GEN_CACHE (auto: the cache that
 # generated faster at 64 rows in `measure`; static compiles the decoding step), LORA (1: rank-8 adapters
 # per role, whose checkpoints leave the machine; 0: full fine-tuning, which cannot resume on another
-# machine), SFT_LR and RL_LR (LoRA: 10x the full fine-tune's 5e-5 and 1e-5, the
+# machine), DTYPE (LoRA: bfloat16, the frozen base's dtype), SFT_LR and RL_LR (LoRA: 10x the full fine-tune's 5e-5 and 1e-5, the
 # ratio "LoRA Without Regret" (Thinking Machines, 2025) found best for SFT and RL alike), SFT_EPOCHS (LoRA: 3,
 # since one epoch left the policy adapter at loss 0.99 and 0/23 compiling on the H200; full: 1),
 # BASELINES (1: the SFT model's one_shot, best_of_2, refine_2 after RL; 0: none, for a lease too short, since
@@ -63,6 +63,11 @@ if has stash; then
   ls -la /tmp/keep | tee -a "$OUT/train_steps.log"
 fi
 
+# LoRA keeps the frozen base in bf16 (the adapters fp32): no weight cast an op, and one dtype for the static
+# cache's keys and values (over fp32 weights under autocast, RoPE left keys fp32 and values bf16, and
+# transformers 5.17's static cache refused them).
+if [[ ${LORA:-1} == 1 ]]; then weights="--lora --dtype ${DTYPE:-bfloat16}"; else weights="--dtype float32"; fi
+
 if has measure; then
   stamp measure
   mkdir -p /tmp/keep
@@ -70,7 +75,7 @@ if has measure; then
     for cache in ${GEN_CACHES:-dynamic static}; do  # static: the decoding step compiled (an untimed call a size compiles)
       name=generation_${mp}_$cache
       timeout ${GEN_TIMEOUT_S:-200} python3 benchmarks/agents/davinci_generation.py --out "$OUT/gen" --device cuda \
-        --model random-smollm2 --mixed-precision $mp --generation-cache $cache --tokens 256 --batches ${GEN_BATCHES:-1,8,32,64} \
+        --model random-smollm2 --mixed-precision $mp --generation-cache $cache $weights --tokens 256 --batches ${GEN_BATCHES:-1,8,32,64} \
         --repeats ${GEN_REPEATS:-1} --budget-s 60 --check-tokens 0 \
         > "$OUT/$name.log" 2>&1
       echo "generation $mp $cache rc=$?" | tee -a "$OUT/train_steps.log"
@@ -121,15 +126,15 @@ EOF
   fi
   echo "backend $backend" | tee -a "$OUT/train_steps.log"
   cache=${GEN_CACHE:-auto}
-  if [[ $cache == auto ]]; then  # the cache that generated more tokens a second at 64 rows in `measure`
-    cache=$(python3 - <<'EOF'
-import json, pathlib
+  if [[ $cache == auto ]]; then  # the cache that generated more tokens a second at the run's rows in `measure`
+    cache=$(GEN_BATCH=${GEN_BATCH:-64} python3 - <<'EOF'
+import json, os, pathlib
 best = {}
 for c in ("dynamic", "static"):
     p = pathlib.Path("/tmp/keep") / f"generation_bf16_{c}.json"
     if p.is_file():
         rows = {b["batch"]: b["tokens_per_s_best"] for b in json.loads(p.read_text())["batches"]}
-        best[c] = rows.get(64, 0.0)
+        best[c] = rows.get(int(os.environ["GEN_BATCH"]), rows.get(64, 0.0))
 print(max(best, key=best.get) if best else "dynamic")
 EOF
 )
@@ -138,7 +143,7 @@ EOF
   # RL begins no step that the longest so far says would end past stop_at; the margin is for the exit and collect
   stop_at=$(( started + CALL_S - ${STEP_MARGIN_S:-60} ))
   if [[ ${LORA:-1} == 1 ]]; then
-    adapt="--lora --sft-lr ${SFT_LR:-5e-4} --rl-lr ${RL_LR:-1e-4} --sft-epochs ${SFT_EPOCHS:-3}"
+    adapt="--sft-lr ${SFT_LR:-5e-4} --rl-lr ${RL_LR:-1e-4} --sft-epochs ${SFT_EPOCHS:-3} $weights"
   else
     adapt="--sft-lr ${SFT_LR:-5e-5} --rl-lr ${RL_LR:-1e-5} --sft-epochs ${SFT_EPOCHS:-1}"
   fi
