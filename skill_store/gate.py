@@ -265,8 +265,10 @@ class Gate:
 
     # -- recording -----------------------------------------------------------------------------------------
 
-    def submit(self, store, candidate: Candidate) -> GateDecision:
-        """Decide a new candidate and store it as admitted or rejected (an existing id is updated)."""
+    def submit(self, store, candidate: Candidate, decision: GateDecision | None = None) -> GateDecision:
+        """Decide a new candidate and store it as admitted or rejected (an existing id is updated).
+        `decision`: this candidate's check(), made already (several candidates' checks can run at once; the
+        store is written one at a time)."""
         old = store.find(candidate.skill.id)
         if old is not None and old.solution is None:
             # A seed or hand-written skill has nothing the gate could re-run; a candidate must not replace it.
@@ -274,7 +276,7 @@ class Gate:
                 f"skill id {old.id!r} belongs to a {old.provenance.source} skill; "
                 "give the candidate another id"
             )
-        decision = self.check(candidate.skill.id, candidate.solution)
+        decision = decision or self.check(candidate.skill.id, candidate.solution)
         if decision.not_judged:
             return decision
         skill = Skill.from_dict(candidate.skill.to_dict())

@@ -304,18 +304,20 @@ class EpisodeRunner:
         self._submit(traj, candidate)
 
     def apply_gate(self) -> list[Trajectory]:
-        """Submit the deferred summaries (after a step); returns their trajectories, statuses set."""
-        done = []
-        while self.pending:
-            traj, candidate = self.pending.pop(0)
-            self._submit(traj, candidate)
-            done.append(traj)
-        return done
+        """Submit the deferred summaries (after a step); returns their trajectories, statuses set. The gate's
+        re-runs of different candidates are independent, so they are judged at once (one after another, a
+        step's 5 candidates waited for 10 evaluations in turn); the store is written in order."""
+        pending, self.pending = self.pending, []
+        with ThreadPoolExecutor(max_workers=max(1, len(pending)), thread_name_prefix="davinci-gate") as ex:
+            checks = [ex.submit(self.gate.check, c.skill.id, c.solution) for _, c in pending]
+        for (traj, candidate), check in zip(pending, checks, strict=True):
+            self._submit(traj, candidate, check)
+        return [traj for traj, _ in pending]
 
-    def _submit(self, traj: Trajectory, candidate) -> None:
+    def _submit(self, traj: Trajectory, candidate, check=None) -> None:
         try:
             self.gate_calls += 1
-            decision = self.gate.submit(self.store, candidate)
+            decision = self.gate.submit(self.store, candidate, decision=check.result() if check else None)
         except KernelGymError as exc:  # e.g. the id is taken by a seed skill: data, not a crash
             traj.summary_status, traj.gate_reason = "error", str(exc)[:300]
             return

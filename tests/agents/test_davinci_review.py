@@ -24,7 +24,7 @@ from kernelgym.agents.davinci.trajectory import RoleTurn, Trajectory
 from kernelgym.errors import ConfigError
 from kernelgym.solutions import examples
 
-RELU = "L1/1_ReLU"
+RELU, GELU = "L1/1_ReLU", "L1/7_GELU"
 
 
 def _source(task: str = RELU) -> str:
@@ -168,7 +168,12 @@ class _AdmitAll:
     def __init__(self):
         self.calls = 0
 
-    def submit(self, store, candidate):
+    def check(self, skill_id, solution):
+        from kernelgym.skill_store.gate import GateDecision
+
+        return GateDecision(skill_id, True, "admitted by the test")
+
+    def submit(self, store, candidate, decision=None):
         from kernelgym.skill_store.gate import GateDecision
 
         self.calls += 1
@@ -391,6 +396,44 @@ def test_prompt_is_cut_to_fit_the_models_context(tiny):
                             temperature=0)
     assert len(out.prompt_ids) + 8 <= context
 
+
+
+def test_a_steps_gate_checks_run_at_once_and_admit_in_order(tmp_path):
+    """The gate re-runs a step's candidates concurrently (each check waits at a barrier the others must
+    reach), then writes the store in the order the summaries came."""
+    import threading
+
+    from kernelgym.agents.davinci.episode import EpisodeRunner
+    from kernelgym.skill_store import SkillStore
+    from kernelgym.tasks import resolve_task
+
+    class _Concurrent(_AdmitAll):
+        def __init__(self, n):
+            super().__init__()
+            self.barrier, self.order = threading.Barrier(n, timeout=10), []
+
+        def check(self, skill_id, solution):
+            self.barrier.wait()  # raises BrokenBarrierError if the checks ran one after another
+            return super().check(skill_id, solution)
+
+        def submit(self, store, candidate, decision=None):
+            self.order.append(candidate.skill.id)
+            assert decision is not None and decision.skill_id == candidate.skill.id
+            return super().submit(store, candidate, decision)
+
+    store = SkillStore(tmp_path / "skills.sqlite")
+    runner = EpisodeRunner(EpisodeConfig(task_ids=[RELU, GELU]), None, store, defer_gate=True)
+    runner._gate = gate = _Concurrent(3)
+    trajs = [_verified_traj(task) for task in (RELU, GELU, RELU)]
+    try:
+        for task, traj in zip((RELU, GELU, RELU), trajs, strict=True):
+            runner._summarize(resolve_task(task), traj, _summary_teacher(task))
+        ids = [t.candidate_id for t in trajs]
+        assert runner.apply_gate() == trajs
+    finally:
+        runner.close()
+        store.close()
+    assert gate.order == ids and all(t.summary_status == "admitted" for t in trajs)
 
 # 7. the gate runs on verified speedups only 
 
