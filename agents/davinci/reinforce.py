@@ -125,10 +125,10 @@ def accumulate(backbone, trajectories: Sequence[Trajectory], *, role_weights: di
         # A turn with no advantage and no KL term gives no gradient: no forward pass for it.
         learning = [t for t in turns if t.advantage != 0.0 or kl_coef != 0.0]
         for batch in micro_batches(learning, batch_tokens):
-            losses, kls = zip(*turn_losses(backbone, batch, kl_coef), strict=True)
-            (torch.stack(losses).sum() * scale).backward()
-            stats.loss += sum(loss * scale for loss in torch.stack(losses).detach().tolist())
-            kl_sum, kl_count = kl_sum + sum(torch.stack(kls).detach().tolist()), kl_count + len(kls)
+            losses, kls = (torch.stack(column) for column in zip(*turn_losses(backbone, batch, kl_coef)))
+            (losses.sum() * scale).backward()
+            stats.loss += sum(loss * scale for loss in losses.detach().tolist())
+            kl_sum, kl_count = kl_sum + sum(kls.detach().tolist()), kl_count + len(batch)
     stats.kl = kl_sum / max(kl_count, 1)
     return stats
 
