@@ -7,6 +7,8 @@ same weights. transformers, peft and torch load only when a Backbone is built.
 Log-probabilities are those of the distribution the tokens were sampled from: `token_logprobs` takes the
 turn's sampling temperature and top_p and applies them to the logits the way generation did (transformers'
 own temperature and top-p warpers), so a REINFORCE update on sampled turns is not biased.
+`token_logprobs_batch` gives the same for several turns of one role and one sampling setting in one forward
+pass (right-padded rows): on a GPU one sequence of a small model leaves it waiting on kernel launches.
 
 The KL reference is the model RL starts from: `snapshot_reference()` freezes a copy of the current weights
 (with LoRA: a frozen copy of each role's adapter, `ref_<role>`, so the reference is the SFT adapters, not
@@ -50,7 +52,8 @@ class Generated:
 
 
 class Backbone:
-    """The shared model and tokenizer; `generate(role, messages)` and `token_logprobs(role, ...)`."""
+    """The shared model and tokenizer; `generate(role, messages)`, `token_logprobs(role, ...)` and
+    `token_logprobs_batch(role, pairs, ...)`."""
 
     def __init__(self, config: BackboneConfig, model: Any = None, tokenizer: Any = None):
         import torch
@@ -234,25 +237,57 @@ class Backbone:
         the distribution it was sampled from: the logits divided by `temperature` (a greedy turn, 0, counts as
         1) and cut to the `top_p` nucleus, as generation did."""
         import torch
-        from transformers import TemperatureLogitsWarper, TopPLogitsWarper
-        from trl.trainer.utils import selective_log_softmax
 
         ids = torch.tensor([prompt_ids + completion_ids], device=self.config.device)
-        if reference:
-            with torch.no_grad(), self._reference_model(role) as ref, self.autocast():
-                logits = ref(input_ids=ids, use_cache=False).logits
-        else:
-            with self.role(role) as model, self.autocast():
-                logits = model(input_ids=ids, use_cache=False).logits
+        logits = self._logits(role, reference, input_ids=ids, use_cache=False)
         # The logits at position p predict token p + 1: the completion's tokens are predicted from
         # positions len(prompt) - 1 ... len(ids) - 2.
         start = len(prompt_ids) - 1
         scores = logits[0, start: start + len(completion_ids)].float()
-        if temperature > 0 and temperature != 1.0:
-            scores = TemperatureLogitsWarper(temperature)(ids, scores)
-        if top_p < 1.0:
-            scores = TopPLogitsWarper(top_p)(ids, scores)
-        return selective_log_softmax(scores, ids[0, len(prompt_ids):])
+        return _sampled_logprobs(ids, scores, ids[0, len(prompt_ids):], temperature, top_p)
+
+    def token_logprobs_batch(self, role: str, pairs: list[tuple[list[int], list[int]]], *,
+                             reference: bool = False, temperature: float = 1.0, top_p: float = 1.0) -> list:
+        """`token_logprobs` of several (prompt_ids, completion_ids) pairs of one role, all sampled with one
+        temperature and top_p, in one forward pass: one log-prob tensor per pair.
+
+        The rows are right-padded: a row's tokens keep positions 0 .. len - 1 (the model numbers positions
+        from 0 whatever the mask) and, attention being causal, see only earlier tokens of their own row; the
+        mask hides the padding all the same. Logits are projected only for the window of positions that
+        predict some row's completion (`logits_to_keep`), and only the completion positions are upcast to
+        fp32: a batch's full-vocabulary logits would be rows x length x vocabulary."""
+        import torch
+
+        device = self.config.device
+        pad = self.tokenizer.pad_token_id
+        lengths = [len(prompt) + len(completion) for prompt, completion in pairs]
+        width = max(lengths)
+        ids = torch.tensor([prompt + completion + [pad] * (width - n)
+                            for (prompt, completion), n in zip(pairs, lengths, strict=True)], device=device)
+        mask = torch.tensor([[1] * n + [0] * (width - n) for n in lengths], device=device)
+        # Row i's completion is predicted from positions len(prompt_i) - 1 ... lengths[i] - 2 (as in
+        # token_logprobs); `window` starts at the earliest of them, so the kept logits are offset by `first`.
+        first = min(len(prompt) for prompt, _ in pairs) - 1
+        window = torch.arange(first, width - 1, device=device)
+        logits = self._logits(role, reference, input_ids=ids, attention_mask=mask, use_cache=False,
+                              logits_to_keep=window)
+        rows = torch.cat([torch.full((len(completion),), i, device=device)
+                          for i, (_, completion) in enumerate(pairs)])
+        columns = torch.cat([torch.arange(len(prompt) - 1 - first, len(prompt) - 1 - first + len(completion),
+                                          device=device) for prompt, completion in pairs])
+        targets = torch.tensor([token for _, completion in pairs for token in completion], device=device)
+        logprobs = _sampled_logprobs(ids, logits[rows, columns].float(), targets, temperature, top_p)
+        return list(logprobs.split([len(completion) for _, completion in pairs]))
+
+    def _logits(self, role: str, reference: bool, **inputs):
+        """The role's logits (the KL reference's, without grad, if `reference`), under `autocast()`."""
+        import torch
+
+        if reference:
+            with torch.no_grad(), self._reference_model(role) as ref, self.autocast():
+                return ref(**inputs).logits
+        with self.role(role) as model, self.autocast():
+            return model(**inputs).logits
 
     # the KL reference -------------------------------------------------------------------------------------
 
@@ -367,6 +402,20 @@ def is_saved_backbone(folder: str | os.PathLike) -> bool:
     finished SFT."""
     folder = Path(folder)
     return (folder / "config.json").is_file() or (folder / META_FILE).is_file()
+
+
+def _sampled_logprobs(input_ids, scores, targets, temperature: float, top_p: float):
+    """Log-probabilities of `targets` under fp32 `scores` (one row a target), warped the way generation
+    sampled them: divided by `temperature` (0, greedy, counts as 1), then cut to the `top_p` nucleus, by
+    transformers' own warpers, row by row (they read the scores only; `input_ids` is their signature's)."""
+    from transformers import TemperatureLogitsWarper, TopPLogitsWarper
+    from trl.trainer.utils import selective_log_softmax
+
+    if temperature > 0 and temperature != 1.0:
+        scores = TemperatureLogitsWarper(temperature)(input_ids, scores)
+    if top_p < 1.0:
+        scores = TopPLogitsWarper(top_p)(input_ids, scores)
+    return selective_log_softmax(scores, targets)
 
 
 def _ref(role: str) -> str:

@@ -134,6 +134,11 @@ class RLConfig(_TrainingConfig):
     # after a resume still the starting model `backbone.model`, not the checkpoint)
     kl_coef: float = 0.0
     role_weights: dict[str, float] = field(default_factory=lambda: {r: 1.0 for r in ROLES})
+    # The update scores a role's turns in micro-batches of one forward and one backward pass, up to this many
+    # tokens of padded batch (rows x longest row, prompt + completion); 0: one turn a pass. SmolLM2's turns
+    # are 1.2-1.9k tokens: 16384 holds about 10, enough rows to share a pass's fixed cost while SmolLM2-135M's
+    # activations stay a small part of one GPU; a larger model without gradient checkpointing needs less.
+    update_batch_tokens: int = 16384
     save_every: int = 5
     seed: int = 0
     # "uniform": tasks_per_step tasks drawn at random; "success": kernelgym.tasks.curriculum.SuccessSampler

@@ -212,7 +212,7 @@ def _one_step(config: RLConfig, step: int, backbone, optimizer, runner, task_ids
                     sampler.update(task_id, "ok" in traj.verdicts)
     stats = reinforce_step(backbone, optimizer, [t for g in groups for t in g],
                            max_grad_norm=config.max_grad_norm, role_weights=config.role_weights,
-                           kl_coef=config.kl_coef, extra=resolved)
+                           kl_coef=config.kl_coef, extra=resolved, batch_tokens=config.update_batch_tokens)
     not_judged = sum(not t.judged for g in groups for traj in g for t in traj.role_turns("policy"))
     metrics = {**episode_metrics(groups), "loss": stats.loss, "grad_norm": stats.grad_norm, "kl": stats.kl,
                "skills_admitted_total": len(runner.admitted), "gate_calls_total": runner.gate_calls,

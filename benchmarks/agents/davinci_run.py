@@ -217,7 +217,7 @@ def run_rl_phase(backbone, backbone_config, sft_dir: Path, train: list[str], poo
                   output_dir=str(Path(ARGS.out) / "rl"), steps=ARGS.rl_steps,
                   tasks_per_step=ARGS.tasks_per_step,
                   group_size=ARGS.group, lr=ARGS.rl_lr, save_every=ARGS.save_every or ARGS.rl_steps,
-                  seed=ARGS.seed, max_wall_s=budget_s,
+                  seed=ARGS.seed, max_wall_s=budget_s, update_batch_tokens=ARGS.update_batch_tokens,
                   task_sampling="success" if ARGS.suite == "curriculum" else "uniform")
     t0 = time.monotonic()
     rl_result = run_rl(rl, backbone=backbone, pool=pool)
@@ -275,6 +275,9 @@ if __name__ == "__main__":
     parser.add_argument("--generation-cache", default="dynamic",
                         help="static: fixed KV cache buffers, the decoding step compiled on a GPU")
     parser.add_argument("--generation-batch", type=int, default=16, help="rows per batched generate call")
+    parser.add_argument("--update-batch-tokens", type=int, default=16384,
+                        help="RL update: padded tokens (rows x longest row) of one forward/backward pass "
+                             "over a role's turns (0: one turn a pass)")
     parser.add_argument("--workers", type=int, default=1, help="judge workers")
     parser.add_argument("--backend", default="cpp", help="cpp (CPU judge) or triton (GPU judge, gpu size)")
     parser.add_argument("--suite", default="bundled",
