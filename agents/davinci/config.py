@@ -47,6 +47,8 @@ class BackboneConfig:
     # the decoding step into CUDA graphs. Eager decoding dispatches about 6,000 ops a token for a 30-layer
     # model (SmolLM2-135M), about 65 ms a step on an H200 whatever the batch. Prompts are left-padded to a
     # multiple of `generation_pad_to` so that the cache takes few shapes (each new shape compiles again).
+    # Under bf16 autocast over fp32 weights RoPE leaves keys fp32 and values bf16, which transformers 5.17's
+    # static cache refuses (an H100 run); with lora=true, dtype="bfloat16" gives both one dtype.
     generation_cache: str = "dynamic"  # "dynamic" or "static"
     generation_pad_to: int = 256
     # On a GPU the judge also times candidates on: the policy's generation and training steps hold that GPU's
