@@ -13,6 +13,11 @@
 #              checked against its state.sha256 and unpacked into $RUN, so `run` continues where it stopped
 #     run      benchmarks/agents/davinci_run.py with this run's settings into $RUN (resumes what is there); RL ends
 #              on a step boundary before the call's own limit (CALL_S seconds from this script's start)
+#     launch   the same run started in its own process session (setsid), so it outlives this call and goes on while
+#              the machine stays warm: later calls `watch` it. RL begins no step that would end past DEADLINE
+#              (epoch seconds; default: this call's end); no restart between calls, no step lost to a call's end
+#     watch    until the launched run exits or this call's end nears (CALL_S - COLLECT_S), the run's progress
+#              printed; then `collect` takes a snapshot (the final one once the run has exited)
 #     collect  into $OUT: results.json, metrics.jsonl, the log of steps, and the run's whole resumable state
 #              (LoRA adapters of SFT and of the latest RL checkpoint, optimizer, skills, trajectories, logs) as
 #              state.tgz.part-* of at most 15 MiB with state.sha256 (the device returns 8 files of 16 MiB)
@@ -24,6 +29,10 @@
 # after_rl (see ../shared/gpu-host/model_parts.sh for the parts). A run continued on a new machine: copy the
 # last collect's state.* into .big/state/, then call 0 carries [.big/state, .whl] and runs `... setup stash`,
 # call 1 carries [.big/p1, .whl] and runs `... setup stash`, call 2 runs `... setup model restore run collect`.
+# One run across calls (launch, then watch): call 1 carries [.big/p1, .whl] and runs `... setup stash measure`;
+# call 2 carries [.big/p2, .big/sha, .whl] and runs `DEADLINE=<epoch s> ... setup model launch watch collect`;
+# later calls run `... setup watch collect` back to back (within the machine's 30 s warm time) until the run
+# has exited. Each call's collect is a snapshot to fall back on if the machine goes back.
 # Knobs: BACKEND (auto: the backend the judge took more `ok` candidates a minute of in `measure`, else cpp,
 # judged on the host's cores: the only backend whose SFT model has written correct code so far, 4/23 held-out
 # on the CPU, where the first GPU segment's Triton SFT model compiled 0/23), GEN_CACHE (auto: the cache that
@@ -108,11 +117,8 @@ if has restore; then
       "$RUN/results.json" 2>&1 | tee -a "$OUT/train_steps.log" || exit 1
 fi
 
-if has run; then
-  stamp run
-  backend=${BACKEND:-auto}
-  if [[ $backend == auto ]]; then  # the judge that took more new `ok` candidates a minute in `measure`
-    backend=$(python3 - <<'EOF'
+pick_backend() {  # the judge that took more new `ok` candidates a minute in `measure`
+  python3 - <<'PYEOF'
 import json, pathlib
 rates = {}
 for b in ("triton", "cpp"):
@@ -121,13 +127,10 @@ for b in ("triton", "cpp"):
         rate = json.loads(p.read_text())  # judged `ok` a minute: a backend whose solutions fail is no choice
         rates[b] = rate["candidates_per_min"] * rate["verdicts"].get("ok", 0) / rate["count"]
 print(max(rates, key=rates.get) if rates else "cpp")
-EOF
-)
-  fi
-  echo "backend $backend" | tee -a "$OUT/train_steps.log"
-  cache=${GEN_CACHE:-auto}
-  if [[ $cache == auto ]]; then  # the cache that generated more tokens a second at the run's rows in `measure`
-    cache=$(GEN_BATCH=${GEN_BATCH:-64} python3 - <<'EOF'
+PYEOF
+}
+pick_cache() {  # the cache that generated more tokens a second at the run's rows in `measure`
+  GEN_BATCH=${GEN_BATCH:-64} python3 - <<'PYEOF'
 import json, os, pathlib
 best = {}
 for c in ("dynamic", "static"):
@@ -136,22 +139,31 @@ for c in ("dynamic", "static"):
         rows = {b["batch"]: b["tokens_per_s_best"] for b in json.loads(p.read_text())["batches"]}
         best[c] = rows.get(int(os.environ["GEN_BATCH"]), rows.get(64, 0.0))
 print(max(best, key=best.get) if best else "dynamic")
-EOF
-)
-  fi
-  echo "generation cache $cache" | tee -a "$OUT/train_steps.log"
-  # RL begins no step that the longest so far says would end past stop_at; the margin is for the exit and collect
-  stop_at=$(( started + CALL_S - ${STEP_MARGIN_S:-60} ))
+PYEOF
+}
+# The davinci_run command line of this run; RL begins no step that the longest so far says would end past $1.
+train_args() {
+  local backend=${BACKEND:-auto} cache=${GEN_CACHE:-auto} adapt
+  [[ $backend == auto ]] && backend=$(pick_backend)
+  [[ $cache == auto ]] && cache=$(pick_cache)
+  echo "backend $backend, generation cache $cache, RL stops by $(date -u -d @"$1" +%T) UTC" >&2
   if [[ ${LORA:-1} == 1 ]]; then
     adapt="--sft-lr ${SFT_LR:-5e-4} --rl-lr ${RL_LR:-1e-4} --sft-epochs ${SFT_EPOCHS:-3} $weights"
   else
     adapt="--sft-lr ${SFT_LR:-5e-5} --rl-lr ${RL_LR:-1e-5} --sft-epochs ${SFT_EPOCHS:-1}"
   fi
-  python3 benchmarks/agents/davinci_run.py --out "$RUN" --suite curriculum --device cuda --mixed-precision bf16 \
+  echo ${DAVINCI:-benchmarks/agents/davinci_run.py} --out "$RUN" --suite curriculum --device cuda --mixed-precision bf16 \
     --backend "$backend" --generation-cache $cache --tokens ${TOKENS:-448} --rl-steps ${STEPS_RL:-16} \
     --tasks-per-step ${TASKS:-8} --group ${GROUP:-8} --turns ${TURNS:-1} --generation-batch ${GEN_BATCH:-64} \
-    --workers ${WORKERS:-12} --save-every 4 --seed ${SEED:-0} $([[ ${BASELINES:-1} == 1 ]] && echo --baselines) --rl-stop-at $stop_at $adapt ${EXTRA:-} \
-    >> "$RUN/run.log" 2>&1 &
+    --workers ${WORKERS:-12} --save-every 4 --seed ${SEED:-0} $([[ ${BASELINES:-1} == 1 ]] && echo --baselines) \
+    --rl-stop-at "$1" $adapt ${EXTRA:-}
+}
+
+if has run; then
+  stamp run
+  # the margin is for the exit and collect
+  cmd=$(train_args $(( started + CALL_S - ${STEP_MARGIN_S:-60} )) 2> >(tee -a "$OUT/train_steps.log" >&2))
+  python3 $cmd >> "$RUN/run.log" 2>&1 &
   pid=$!
   # The call's own limit: what is left past it would be killed mid-phase; a finished phase is kept.
   # INT first (a finished phase is written as it ends), then KILL, so that `collect` still runs in the call.
@@ -159,6 +171,37 @@ EOF
   watchdog=$!
   wait $pid; echo "run rc=$?" | tee -a "$OUT/train_steps.log"
   kill $watchdog 2>/dev/null
+  tail -3 "$RUN/run.log" | cut -c1-400 | tee -a "$OUT/train_steps.log"
+fi
+
+if has launch; then
+  stamp launch
+  rm -f "$RUN/run.rc"
+  cmd=$(train_args ${DEADLINE:-$(( started + CALL_S - ${STEP_MARGIN_S:-60} ))} 2> >(tee -a "$OUT/train_steps.log" >&2))
+  # Its own session: the device kills what a call leaves running, except a new session, which lives on
+  # while the machine is warm. The exit status lands in run.rc for `watch`.
+  setsid bash -c "python3 $cmd >> '$RUN/run.log' 2>&1; echo \$? > '$RUN/run.rc'" < /dev/null > /dev/null 2>&1 &
+  echo "launched: $cmd" >> "$OUT/train_steps.log"
+fi
+
+if has watch; then
+  stamp watch
+  seen=0
+  until [[ -f "$RUN/run.rc" ]] || (( $(date +%s) >= started + CALL_S - ${COLLECT_S:-25} )); do
+    sleep 5
+    lines=$(cat "$RUN/rl/metrics.jsonl" 2>/dev/null | wc -l)
+    if (( lines > seen )); then  # one line a finished RL step
+      sed -n "$((seen + 1)),${lines}p" "$RUN/rl/metrics.jsonl" | python3 -c 'import json, sys, time
+for m in map(json.loads, sys.stdin):
+    print(time.strftime("%T"), "step", m["step"], "rollouts", m["rollouts"], "compile %.2f correct %.2f fast_1 %.2f" % (
+        m["compile_rate"], m["correct_rate"], m["fast_1"]), "generate/rollouts/update s %.0f/%.0f/%.0f" % (
+        m["time/generate_s"], m["time/rollouts_s"], m["time/update_s"]), "skills", m["skills_admitted_total"])' \
+        | tee -a "$OUT/train_steps.log"
+      seen=$lines
+    fi
+  done
+  if [[ -f "$RUN/run.rc" ]]; then echo "run exited rc=$(cat "$RUN/run.rc")"; else echo "run still going (snapshot)"; fi \
+    | tee -a "$OUT/train_steps.log"
   tail -3 "$RUN/run.log" | cut -c1-400 | tee -a "$OUT/train_steps.log"
 fi
 
