@@ -83,8 +83,12 @@ if has measure; then
   for mp in ${GEN_PRECISIONS:-bf16}; do  # bf16: fp32 weights under bf16 autocast, as the run generates
     for cache in ${GEN_CACHES:-dynamic static}; do  # static: the decoding step compiled (an untimed call a size compiles)
       name=generation_${mp}_$cache
-      timeout ${GEN_TIMEOUT_S:-200} python3 benchmarks/agents/davinci_generation.py --out "$OUT/gen" --device cuda \
-        --model random-smollm2 --mixed-precision $mp --generation-cache $cache $weights --tokens 256 --batches ${GEN_BATCHES:-1,8,32,64} \
+      limit=${GEN_TIMEOUT_S:-200}  # MEASURE_UNTIL (epoch s): the lease's end, after a run, caps each measurement
+      [[ -n ${MEASURE_UNTIL:-} ]] && limit=$(( MEASURE_UNTIL - $(date +%s) < limit ? MEASURE_UNTIL - $(date +%s) : limit ))
+      (( limit < 20 )) && { echo "generation $mp $cache skipped: ${limit} s left" | tee -a "$OUT/train_steps.log"; continue; }
+      batches_var=GEN_BATCHES_$cache  # per cache, e.g. GEN_BATCHES_static=32: a static size compiles first
+      timeout $limit python3 benchmarks/agents/davinci_generation.py --out "$OUT/gen" --device cuda \
+        --model random-smollm2 --mixed-precision $mp --generation-cache $cache $weights --tokens 256 --batches ${!batches_var:-${GEN_BATCHES:-1,8,32,64}} \
         --repeats ${GEN_REPEATS:-1} --budget-s 60 --check-tokens 0 \
         > "$OUT/$name.log" 2>&1
       echo "generation $mp $cache rc=$?" | tee -a "$OUT/train_steps.log"
