@@ -182,9 +182,15 @@ if has launch; then
   stamp launch
   rm -f "$RUN/run.rc"
   cmd=$(train_args ${DEADLINE:-$(( started + CALL_S - ${STEP_MARGIN_S:-60} ))} 2> >(tee -a "$OUT/train_steps.log" >&2))
+  # The run's own copy of the checkout: each later call replaces the one it was started from, and the run
+  # still imports (judge workers that restart, lazy imports) after this call has returned.
+  src=/tmp/kg-src
+  rm -rf "$src" && mkdir -p "$src"
+  tar cf - --exclude=./.big --exclude=./.whl --exclude=./.venv --exclude=./.git . | tar xf - -C "$src"
   # Its own session: the device kills what a call leaves running, except a new session, which lives on
   # while the machine is warm. The exit status lands in run.rc for `watch`.
-  setsid bash -c "python3 $cmd >> '$RUN/run.log' 2>&1; echo \$? > '$RUN/run.rc'" < /dev/null > /dev/null 2>&1 &
+  setsid bash -c "cd '$src' && PYTHONPATH='$src':\$PYTHONPATH python3 $cmd >> '$RUN/run.log' 2>&1; echo \$? > '$RUN/run.rc'" \
+    < /dev/null > /dev/null 2>&1 &
   echo "launched: $cmd" >> "$OUT/train_steps.log"
 fi
 
