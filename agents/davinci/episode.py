@@ -255,6 +255,8 @@ class EpisodeRunner:
         turn.env_reward = float(reward)
         turn.meta["verdict"] = info.get("verdict")
         turn.meta["speedup"] = (info.get("result") or {}).get("timing", {}).get("speedup")
+        if turn.meta["verdict"] != "ok":  # which rule: a run's `hack` verdicts are read afterwards
+            turn.meta["reasons"] = list((info.get("result") or {}).get("reasons") or [])[:3]
         r.traj.turns.append(turn)
         r.traj.verdicts.append(str(info.get("verdict")))
         r.history.append((turn.text, r.obs["feedback"]))

@@ -281,6 +281,25 @@ def test_episode_is_role_tagged_and_the_summary_goes_to_the_gate(tmp_path, pool)
     assert stored.status == traj.summary_status
 
 
+def test_a_policy_turns_verdict_keeps_the_judges_reasons_in_the_trajectory(tmp_path, pool):
+    """A run's trajectories tell which rule charged a reply (10 honest replies of a GPU-host run were judged
+    `hack`, and the trajectories could not say why)."""
+    from kernelgym.agents.davinci.episode import EpisodeRunner, Teacher
+
+    passthrough = ("import torch\nimport torch.nn as nn\nfrom kernelgym.kernels import load_cpp\n\n"
+                   "_lib = load_cpp(r\'\'\'\n#include <cstdint>\n"
+                   "extern \"C\" void touch(const float* x, float* y, int64_t n) { if (n) y[0] = x[0] > 0 ? x[0] : 0; }\n"
+                   "\'\'\'.strip())\n\n"
+                   "class ModelNew(nn.Module):\n    def forward(self, x):\n        y = torch.relu(x)  # PyTorch does the work\n"
+                   "        _lib.touch(x, y, 1)\n        return y\n")
+    runner = EpisodeRunner(_episode_config(summarize="never"), None, None, pool)
+    traj = runner.run(RELU, Teacher(policy_replies=[f"```python\n{passthrough}```"], selection=[]))
+    runner.close()
+    policy = traj.role_turns("policy")[0]
+    assert traj.verdicts == ["hack"] and policy.meta["verdict"] == "hack"
+    assert policy.meta["reasons"] and all(isinstance(r, str) and r for r in policy.meta["reasons"])
+
+
 @pytest.mark.slow
 def test_sft_step_on_replayed_bundled_solutions(tmp_path, pool, tiny_qwen):
     from kernelgym.agents.davinci.backbone import Backbone
