@@ -288,9 +288,11 @@ def test_a_policy_turns_verdict_keeps_the_judges_reasons_in_the_trajectory(tmp_p
 
     passthrough = ("import torch\nimport torch.nn as nn\nfrom kernelgym.kernels import load_cpp\n\n"
                    "_lib = load_cpp(r\'\'\'\n#include <cstdint>\n"
-                   "extern \"C\" void touch(const float* x, float* y, int64_t n) { if (n) y[0] = x[0] > 0 ? x[0] : 0; }\n"
+                   "extern \"C\" void touch(const float* x, float* y, int64_t n) {\n"
+                   "    if (n) y[0] = x[0] > 0 ? x[0] : 0;\n}\n"
                    "\'\'\'.strip())\n\n"
-                   "class ModelNew(nn.Module):\n    def forward(self, x):\n        y = torch.relu(x)  # PyTorch does the work\n"
+                   "class ModelNew(nn.Module):\n    def forward(self, x):\n"
+                   "        y = torch.relu(x)  # PyTorch does the work\n"
                    "        _lib.touch(x, y, 1)\n        return y\n")
     runner = EpisodeRunner(_episode_config(summarize="never"), None, None, pool)
     traj = runner.run(RELU, Teacher(policy_replies=[f"```python\n{passthrough}```"], selection=[]))

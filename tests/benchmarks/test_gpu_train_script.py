@@ -17,14 +17,17 @@ SCRIPT = Path(__file__).parents[2] / "benchmarks" / "gpu" / "gpu_train.sh"
 STAND_IN = '''
 import argparse, json, pathlib, sys, time
 parser = argparse.ArgumentParser()
-parser.add_argument("--out"); parser.add_argument("--rl-stop-at", type=float); parser.add_argument("--rl-steps", type=int)
+parser.add_argument("--out")
+parser.add_argument("--rl-stop-at", type=float)
+parser.add_argument("--rl-steps", type=int)
 args, _ = parser.parse_known_args()
 out = pathlib.Path(args.out); (out / "rl").mkdir(parents=True, exist_ok=True)
 (out / "results.json").write_text(json.dumps({"stop_at": args.rl_stop_at}))
 for step in range(1, args.rl_steps + 1):
     time.sleep(STEP_S)
     metrics = {"step": step, "rollouts": 256, "compile_rate": 0.5, "correct_rate": 0.25, "fast_1": 0.0,
-               "time/generate_s": 1.0, "time/rollouts_s": 2.0, "time/update_s": 1.0, "skills_admitted_total": step}
+               "time/generate_s": 1.0, "time/rollouts_s": 2.0, "time/update_s": 1.0,
+               "skills_admitted_total": step}
     with open(out / "rl" / "metrics.jsonl", "a") as f:
         f.write(json.dumps(metrics) + "\\n")
 sys.exit(EXIT)
@@ -36,10 +39,10 @@ def _call(tmp_path: Path, steps: str, call_s: int, **env) -> subprocess.Complete
     out.mkdir(exist_ok=True)
     for stale in out.iterdir():  # the device empties $OUT before each call
         stale.unlink()
+    env = {**os.environ, "OUT": str(out), "RUN": str(tmp_path / "run"), "CALL_S": str(call_s),
+           "BACKEND": "cpp", "GEN_CACHE": "dynamic", "STEPS_RL": "3", **env}
     return subprocess.run(["bash", str(SCRIPT), *steps.split()], cwd=SCRIPT.parents[2], capture_output=True,
-                          text=True, timeout=120,
-                          env={**os.environ, "OUT": str(out), "RUN": str(tmp_path / "run"), "CALL_S": str(call_s),
-                               "BACKEND": "cpp", "GEN_CACHE": "dynamic", "STEPS_RL": "3", **env})
+                          text=True, timeout=120, env=env, check=False)
 
 
 def _stand_in(tmp_path: Path, step_s: float, exit_code: int = 0) -> str:
@@ -64,7 +67,8 @@ def test_a_launched_run_outlives_its_call_and_a_later_watch_sees_it_end(tmp_path
     first = _call(tmp_path, "launch watch collect", call_s=4, COLLECT_S="1", DEADLINE=str(deadline),
                   DAVINCI=_stand_in(tmp_path, step_s=2.0))
     assert first.returncode == 0, first.stderr
-    assert "run still going (snapshot)" in first.stdout  # the call ended first; the run was not killed with it
+    # the call ended first; the run was not killed with it
+    assert "run still going (snapshot)" in first.stdout
     assert not (tmp_path / "run" / "run.rc").exists()
     # the run was told the lease's deadline, not this call's end
     assert json.loads(_snapshot(tmp_path / "out")["results.json"])["stop_at"] == deadline
