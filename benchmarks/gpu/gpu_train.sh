@@ -163,10 +163,12 @@ train_args() {
     --rl-stop-at "$1" $adapt ${EXTRA:-}
 }
 
+# RL's end within this call: the margin is for the exit and collect
+call_stop=$(( started + CALL_S - ${STEP_MARGIN_S:-60} ))
+
 if has run; then
   stamp run
-  # the margin is for the exit and collect
-  cmd=$(train_args $(( started + CALL_S - ${STEP_MARGIN_S:-60} )) 2> >(tee -a "$OUT/train_steps.log" >&2))
+  cmd=$(train_args $call_stop 2> >(tee -a "$OUT/train_steps.log" >&2))
   python3 $cmd >> "$RUN/run.log" 2>&1 &
   pid=$!
   # The call's own limit: what is left past it would be killed mid-phase; a finished phase is kept.
@@ -181,7 +183,7 @@ fi
 if has launch; then
   stamp launch
   rm -f "$RUN/run.rc"
-  cmd=$(train_args ${DEADLINE:-$(( started + CALL_S - ${STEP_MARGIN_S:-60} ))} 2> >(tee -a "$OUT/train_steps.log" >&2))
+  cmd=$(train_args ${DEADLINE:-$call_stop} 2> >(tee -a "$OUT/train_steps.log" >&2))
   # The run's own copy of the checkout: each later call replaces the one it was started from, and the run
   # still imports (judge workers that restart, lazy imports) after this call has returned.
   src=/tmp/kg-src
