@@ -92,13 +92,34 @@ def require_own_kernels(ev: Evaluation, record: Batch) -> None:
 
 
 @contextlib.contextmanager
-def timed_outputs_checked():
-    """A wrong output after correctness passed: the candidate behaves differently when it matters."""
+def later_outputs_checked(ev: Evaluation, seeds: list[int]):
+    """A wrong output after correctness passed (warm-up, timing, profile), in the batch of these input sets.
+    Either the candidate behaved differently when it mattered (skipped, cached, finished after 'done'), or
+    it is wrong on inputs the correctness trials did not draw (an honest kernel returned NaN where a == b:
+    it was charged `outputs_changed`). The evidence that tells them apart: the same input sets run once
+    more, in a batch the candidate cannot tell from any other."""
     try:
         yield
-    except Mismatch as mismatch:
-        raise end(rules.OUTPUTS_CHANGED, f"call {mismatch.call + 1} of a later batch returned wrong outputs "
-                                         f"({mismatch.trial.message})") from None
+    except Mismatch as first:
+        raise _judged_again(ev, seeds, first) from None
+
+
+def _judged_again(ev: Evaluation, seeds: list[int], first: Mismatch):
+    said = f"call {first.call + 1} of a later batch returned wrong outputs ({first.trial.message})"
+    try:
+        run_batch(ev, seeds, [False] * len(seeds))
+        instead = "right outputs"
+    except Mismatch as again:
+        if again.call == first.call:  # the same inputs, the same call wrong: the kernel's own bug
+            correctness = ev.result.correctness
+            if correctness is not None:
+                first.trial.index = len(correctness.trials)
+                correctness.trials.append(first.trial)
+                correctness.passed = False
+            return end(rules.INCORRECT, f"{said}, and wrong again when the same inputs were run once more: "
+                                        "wrong on inputs the correctness trials did not draw")
+        instead = f"call {again.call + 1} wrong instead"
+    return end(rules.OUTPUTS_CHANGED, f"{said}; the same inputs run once more gave {instead}")
 
 
 def hold_candidate(ev: Evaluation) -> None:

@@ -12,10 +12,10 @@ import time
 
 from kernelgym.evaluation import own_code, rules
 from kernelgym.evaluation.batch import (
+    later_outputs_checked,
     reference_inputs,
     require_own_kernels,
     run_batch,
-    timed_outputs_checked,
 )
 from kernelgym.evaluation.batch_size import bytes_per_call, memory_budget
 from kernelgym.evaluation.contention import SideContention
@@ -40,18 +40,16 @@ def measure(ev: Evaluation, calls: int, round_trip: float) -> tuple:
     side's per-call times (both timings pooled), the candidate's CPU and wall seconds, why it was
     repeated (or None) and whether the second agreed."""
     options = ev.options
-    with timed_outputs_checked():
-        for _ in range(options.warmup):
-            _next_batch(ev, calls)
-        if ev.device == "cpu":  # from the first timed batch on, across a second timing too
-            ev.contention = {side: SideContention(len(ev.cores)) for side in ("reference", "candidate")}
-        ref_ms, cand_ms, cpu_s, wall_s = _rounds(ev, calls, round_trip)
+    for _ in range(options.warmup):
+        _next_batch(ev, calls)
+    if ev.device == "cpu":  # from the first timed batch on, across a second timing too
+        ev.contention = {side: SideContention(len(ev.cores)) for side in ("reference", "candidate")}
+    ref_ms, cand_ms, cpu_s, wall_s = _rounds(ev, calls, round_trip)
     speedup, low, _ = speedup_interval(ref_ms, cand_ms)
     repeat = second_timing_needed(speedup, low, options)
     if not repeat:
         return ref_ms, cand_ms, cpu_s, wall_s, None, True
-    with timed_outputs_checked():
-        ref2, cand2, cpu2, wall2 = _rounds(ev, calls, round_trip)
+    ref2, cand2, cpu2, wall2 = _rounds(ev, calls, round_trip)
     speedup2, low2, _ = speedup_interval(ref2, cand2)
     reproduced = second_timing_agrees(repeat, speedup, speedup2, low2, options)
     return ref_ms + ref2, cand_ms + cand2, cpu_s + cpu2, wall_s + wall2, repeat, reproduced
@@ -103,7 +101,8 @@ def _samples_decide(ev: Evaluation) -> bool:
 def _next_batch(ev: Evaluation, calls: int, candidate_first: bool = False) -> Batch:
     prepared = ev.prepared.pop(0) if ev.prepared else None
     seeds = prepared.seeds if prepared else ev.seeds(calls)
-    return run_batch(ev, seeds, [False] * calls, candidate_first, prepared=prepared)
+    with later_outputs_checked(ev, seeds):
+        return run_batch(ev, seeds, [False] * calls, candidate_first, prepared=prepared)
 
 
 def prepare_inputs(ev: Evaluation, calls: int, count: int) -> None:

@@ -143,6 +143,41 @@ def test_input_writes_stay_seen_when_the_pages_are_dropped(pool, relu):
     assert result.reasons[0].rule == "inputs_modified"
 
 
+def test_a_bug_on_inputs_correctness_missed_is_incorrect_not_hack(pool, relu):
+    """Issue 43: an honest kernel with a NaN at a == b passed correctness, then a timed batch drew an a == b
+    and the judge charged `outputs_changed` (hack). Here the kernel is wrong on one input in 8 (by bits
+    of its first element): the same inputs run once more are wrong again, so it is `incorrect`."""
+    source = KERNEL + '''
+lib_bug = load_cpp(r"""
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+extern "C" void relu_bug(const float* x, float* y, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0.f ? x[i] : 0.f;
+    uint32_t bits;
+    std::memcpy(&bits, x, 4);
+    if (((bits >> 10) & 7) == 0) y[0] = NAN;  // the low bits of torch.rand * 2 - 1 are often 0
+}
+""")
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        y = torch.empty_like(x)
+        lib_bug.relu_bug(x.contiguous(), y, x.numel())
+        return y
+'''
+    late = []
+    for _ in range(8):  # correctness passes 5 draws in 2 evaluations of 3; the timing then draws hundreds
+        result = pool.evaluate(relu, source, backend="cpp")
+        assert result.verdict is Verdict.INCORRECT, (result.reasons, result.output_tail[-500:])
+        late += [r.message for r in result.reasons if "wrong again" in r.message]
+        if late:
+            break
+    assert late, "no evaluation reached the timing (the bug showed in correctness each time)"
+    assert "run once more" in late[0]
+    assert result.correctness is not None and not result.correctness.passed
+
+
 def test_an_output_kept_on_self_is_honest(pool, relu):
     """Style is not evidence: remembering the last output (or a workspace) on self is no cheat."""
     source = KERNEL + '''

@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 
 from kernelgym.evaluation import launch_evidence
-from kernelgym.evaluation.batch import run_batch, timed_outputs_checked
+from kernelgym.evaluation.batch import later_outputs_checked, run_batch
 from kernelgym.evaluation.batch_size import calls_per_batch
 from kernelgym.evaluation.outcome import end
 from kernelgym.evaluation.profile import judge_profile
@@ -23,8 +23,9 @@ def profile(ev: Evaluation) -> None:
     # noise, which on a loaded machine read as untracked work in an honest backward (CI: 0.148 ms, hack).
     timed_calls = ev.result.timing.calls_per_batch if ev.result.timing else None
     calls = timed_calls or calls_per_batch(ev)
-    with timed_outputs_checked():
-        record = run_batch(ev, ev.seeds(calls), [False] * calls, profile=True)
+    seeds = ev.seeds(calls)
+    with later_outputs_checked(ev, seeds):
+        record = run_batch(ev, seeds, [False] * calls, profile=True)
     data = record.profile
     profile = ProfileResult(
         coverage=data.get("coverage"), own_kernel_calls=int(data.get("own_kernel_calls", 0)),
