@@ -33,21 +33,24 @@ GPU_TASKS = ("L1/1_ReLU@cpu", "L1/15_LayerNorm@cpu", "L1/1_ReLU", "L1/2_Matmul_S
              "L2/1_Gemm_BiasAdd_ReLU")
 
 
-def judge_repeatedly(spec: str, backend: str, repeats: int, pool) -> dict:
-    """spec: a bundled task id, optionally `@cpu` or `@gpu` for the size its shapes are drawn at."""
+def judge_repeatedly(spec: str, backend: str, repeats: int, pool, options: dict | None = None) -> dict:
+    """spec: a bundled task id, optionally `@cpu` or `@gpu` for the size its shapes are drawn at; options:
+    EvalOptions fields for every evaluation."""
     task_id, _, size = spec.partition("@")
     task = bundled().get(task_id)
     source = next(e for e in examples(backend) if e.task_id.endswith(task_id)).source
-    speedups, reference_ms, candidate_ms, verdicts = [], [], [], []
+    speedups, reference_ms, candidate_ms, batches, verdicts = [], [], [], [], []
     for _ in range(repeats):
-        result = pool.evaluate(task, source, backend=backend, size=size or None)
+        result = pool.evaluate(task, source, backend=backend, size=size or None, **(options or {}))
         verdicts.append(result.verdict.value)
         if result.speedup:
             speedups.append(result.speedup)
             reference_ms.append(result.timing.reference.median_ms)
             candidate_ms.append(result.timing.candidate.median_ms)
-    return {"task": spec, "backend": backend, "verdicts": verdicts, "speedups": speedups,
-            "reference_ms": reference_ms, "candidate_ms": candidate_ms}
+            batches.append(result.timing.reference.trials)
+    return {"task": spec, "backend": backend, "options": options or {}, "verdicts": verdicts,
+            "speedups": speedups, "reference_ms": reference_ms, "candidate_ms": candidate_ms,
+            "timed_batches": batches}
 
 
 def cv(values: list[float]) -> float | None:
@@ -57,11 +60,25 @@ def cv(values: list[float]) -> float | None:
 def row(entry: dict) -> str:
     s = entry["speedups"]
     if not s:
-        return f"| {entry['task']} | {', '.join(entry['verdicts'])} | - | - | - | - | - | - |"
+        return f"| {entry['task']} | {', '.join(entry['verdicts'])} | - | - | - | - | - | - | - |"
     return (f"| {entry['task']} | {len(s)}/{len(entry['verdicts'])} ok | "
             f"{statistics.median(entry['reference_ms']):.4g} | {statistics.median(s):.3f} | "
             f"{min(s):.3f}-{max(s):.3f} | {_percent(cv(s))} | {_percent(cv(entry['reference_ms']))} | "
-            f"{_percent(cv(entry['candidate_ms']))} |")
+            f"{_percent(cv(entry['candidate_ms']))} | {_median(entry.get('timed_batches'))} |")
+
+
+def _median(values: list | None) -> str:
+    return f"{statistics.median(values):g}" if values else "-"
+
+
+def _value(text: str):
+    """An option's value from the command line: a number where it reads as one, else the text."""
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return {"true": True, "false": False}.get(text.lower(), text)
 
 
 def _percent(value: float | None) -> str:
@@ -78,12 +95,16 @@ def main() -> None:
     parser.add_argument("--out", default=str(HERE.parent / "results" / "judge_trust" / "timing_stability.md"))
     parser.add_argument("--json", default=None, help="also append each task's entry to this file as it "
                         "finishes (JSON lines: a run cut short keeps what it measured)")
+    parser.add_argument("--option", action="append", default=[], metavar="NAME=VALUE",
+                        help="an EvalOptions field for every evaluation (repeatable), e.g. "
+                        "timing_precision=0.01")
     args = parser.parse_args()
+    options = {name: _value(value) for name, _, value in (o.partition("=") for o in args.option)}
     tasks = args.tasks.split(",") if args.tasks else list(TASKS if args.backend == "cpp" else GPU_TASKS)
     entries = []
     with kernelgym.EvalPool(workers=1) as pool:
         for spec in tasks:
-            entry = judge_repeatedly(spec, args.backend, args.repeats, pool)
+            entry = judge_repeatedly(spec, args.backend, args.repeats, pool, options)
             entries.append(entry)
             print(json.dumps(entry), flush=True)
             if args.json:
@@ -99,11 +120,12 @@ def main() -> None:
          f"python {platform.python_version()}, torch {torch.__version__}; commit {commit}"),
         (f"- command: `python benchmarks/judge_trust/timing_stability.py --repeats {args.repeats} "
          f"--backend {args.backend} --tasks {','.join(tasks)}"
+         + "".join(f" --option {o}" for o in args.option) +
          f"{' --label ' + repr(args.label) if args.label else ''}`"),
         "",
         ("| solution | ok | reference ms a call | median speedup | range | speedup CV | reference ms CV | "
-         "candidate ms CV |"),
-        "|---|---|---|---|---|---|---|---|",
+         "candidate ms CV | timed batches a side (median) |"),
+        "|---|---|---|---|---|---|---|---|---|",
         *[row(e) for e in entries],
         "",
         "Speedups, in order: " + "; ".join(f"{e['task']}: " + ", ".join(f"{s:.3f}" for s in e["speedups"])
