@@ -17,9 +17,10 @@ from collections.abc import Callable
 
 from kernelgym.evaluation import launch_evidence, rules
 from kernelgym.evaluation.conversation import receive, to_candidate, to_reference
-from kernelgym.evaluation.outcome import Mismatch, end
+from kernelgym.evaluation.outcome import LateMismatch, Mismatch, end
 from kernelgym.evaluation.outputs import FrozenReader, refuse_aliased_inputs
 from kernelgym.evaluation.result import TrialResult
+from kernelgym.evaluation.rules import reason
 from kernelgym.evaluation.state import Batch, Evaluation, Prepared
 from kernelgym.evaluation.timing import Laps
 from kernelgym.workers import messages as m
@@ -94,32 +95,15 @@ def require_own_kernels(ev: Evaluation, record: Batch) -> None:
 @contextlib.contextmanager
 def later_outputs_checked(ev: Evaluation, seeds: list[int]):
     """A wrong output after correctness passed (warm-up, timing, profile), in the batch of these input sets.
-    Either the candidate behaved differently when it mattered (skipped, cached, finished after 'done'), or
-    it is wrong on inputs the correctness trials did not draw (an honest kernel returned NaN where a == b:
-    it was charged `outputs_changed`). The evidence that tells them apart: the same input sets run once
-    more, in a batch the candidate cannot tell from any other."""
+    Either the candidate behaved differently once it counted (skipped, cached, finished after 'done'), or
+    it is wrong on inputs the correctness trials did not draw (an honest kernel's NaN where a == b was
+    charged `outputs_changed`): the pipeline replays the wrong call's input set to tell (LateMismatch)."""
     try:
         yield
-    except Mismatch as first:
-        raise _judged_again(ev, seeds, first) from None
-
-
-def _judged_again(ev: Evaluation, seeds: list[int], first: Mismatch):
-    said = f"call {first.call + 1} of a later batch returned wrong outputs ({first.trial.message})"
-    try:
-        run_batch(ev, seeds, [False] * len(seeds))
-        instead = "right outputs"
-    except Mismatch as again:
-        if again.call == first.call:  # the same inputs, the same call wrong: the kernel's own bug
-            correctness = ev.result.correctness
-            if correctness is not None:
-                first.trial.index = len(correctness.trials)
-                correctness.trials.append(first.trial)
-                correctness.passed = False
-            return end(rules.INCORRECT, f"{said}, and wrong again when the same inputs were run once more: "
-                                        "wrong on inputs the correctness trials did not draw")
-        instead = f"call {again.call + 1} wrong instead"
-    return end(rules.OUTPUTS_CHANGED, f"{said}; the same inputs run once more gave {instead}")
+    except Mismatch as mismatch:
+        finding = reason(rules.OUTPUTS_CHANGED, f"call {mismatch.call + 1} of a later batch returned wrong "
+                                                f"outputs ({mismatch.trial.message})")
+        raise LateMismatch(finding, ev.child_job.init_seed, seeds[mismatch.call]) from None
 
 
 def hold_candidate(ev: Evaluation) -> None:

@@ -26,9 +26,10 @@ from kernelgym.evaluation.stages.timing import no_timing_reason, timing
 from kernelgym.evaluation.state import Evaluation
 
 
-def evaluate(machine: Machine, job: EvalJob, result: EvalResult, eval_dir: str) -> None:
-    """Fills `result` with one evaluation's stages; raises Outcome where a stage ends it."""
-    ev = Evaluation(machine, job, result, eval_dir)
+def evaluate(machine: Machine, job: EvalJob, result: EvalResult, eval_dir: str, seeds=None) -> None:
+    """Fills `result` with one evaluation's stages; raises Outcome where a stage ends it. seeds: a replay's
+    seed source (machine.ReplayedSeeds), else fresh hidden seeds."""
+    ev = Evaluation(machine, job, result, eval_dir, seeds)
     try:
         static(ev)
         start_reference(ev)

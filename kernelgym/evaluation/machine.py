@@ -92,6 +92,18 @@ def seed_source(options: EvalOptions):
     return secrets.SystemRandom() if options.seed is None else random.Random(options.seed)
 
 
+class ReplayedSeeds:
+    """A seed source that draws these values first, in order (an evaluation's draws replayed: its model's
+    init seed, then input seeds), then fresh ones."""
+
+    def __init__(self, values: list[int]):
+        self._values = list(values)
+        self._fresh = secrets.SystemRandom()
+
+    def randrange(self, stop: int) -> int:
+        return self._values.pop(0) if self._values else self._fresh.randrange(stop)
+
+
 def evaluation_cores(threads: int, slot: int, spread: bool = False) -> set[int]:
     """The cores a reference and its candidate share: as many as the evaluation's threads, the next ones for
     the pool's next worker (by index: picked by pid, two workers could share a core and time each other).

@@ -25,3 +25,12 @@ class Mismatch(Exception):
     def __init__(self, call: int, trial: TrialResult):
         super().__init__(trial.message)
         self.call, self.trial = call, trial
+
+
+class LateMismatch(Outcome):
+    """`outputs_changed` until replayed: a wrong output after correctness passed, with what a replay needs,
+    the model's init seed and the wrong call's input seed (evaluation/pipeline.py decides)."""
+
+    def __init__(self, finding: Reason, init_seed: int, input_seed: int):
+        super().__init__(finding)
+        self.init_seed, self.input_seed = init_seed, input_seed

@@ -15,8 +15,8 @@ import time
 from kernelgym.evaluation import rules
 from kernelgym.evaluation.job import EvalJob
 from kernelgym.evaluation.judge import evaluate
-from kernelgym.evaluation.machine import Machine, seed_source
-from kernelgym.evaluation.outcome import Outcome, end
+from kernelgym.evaluation.machine import Machine, ReplayedSeeds, seed_source
+from kernelgym.evaluation.outcome import LateMismatch, Outcome, end
 from kernelgym.evaluation.reference_alone import baseline
 from kernelgym.evaluation.result import EvalResult, Verdict
 from kernelgym.evaluation.rules import Reason, reason
@@ -55,6 +55,8 @@ class Pipeline:
                 if job.options.shapes == "heldout" and job.shape_limits and result.verdict is Verdict.OK:
                     self._heldout_shapes(job, result, eval_dir)
         except Outcome as outcome:
+            if isinstance(outcome, LateMismatch):
+                outcome = self._replayed(job, result, outcome, eval_dir)
             result.verdict = outcome.finding.verdict or Verdict.CRASH
             finding = _dtype_named(outcome.finding, job)
             if result.candidate_oom_kills:
@@ -74,6 +76,36 @@ class Pipeline:
         result.reasons.sort(key=lambda r: Reason.parse(r).verdict is not result.verdict)
         result.wall_s = round(time.monotonic() - started, 3)
         return result
+
+    def _replayed(self, job: EvalJob, result: EvalResult, late: LateMismatch, eval_dir: str) -> Outcome:
+        """A wrong output after correctness passed, decided by the wrong call's input set (and the model's
+        seed) replayed as the first call of fresh processes, where nothing is cached or counted yet. Right
+        there: the candidate behaved differently once it counted (`outputs_changed`). Wrong there too: the
+        kernel's own bug on inputs the correctness trials did not draw (`incorrect`: an honest NaN where
+        a == b was charged `outputs_changed`)."""
+        import dataclasses
+
+        options = dataclasses.replace(job.options, shapes="shown", timing=False, profile=False, ncu=False,
+                                      launch_evidence=False, compile_baseline=False, correctness_trials=1,
+                                      perturbed_trials=0)
+        replay = EvalResult(task_id=job.task_id, backend=job.backend, size=job.size, verdict=Verdict.OK)
+        folder = os.path.join(eval_dir, "replay")
+        os.mkdir(folder)
+        said = late.finding.message
+        try:
+            evaluate(self.machine, dataclasses.replace(job, options=options), replay, folder,
+                     seeds=ReplayedSeeds([late.init_seed, late.input_seed]))
+        except Outcome as outcome:
+            if outcome.finding.rule != rules.INCORRECT.name:
+                return late  # the replay ended otherwise (a crash, a timeout): no evidence either way
+            if result.correctness is not None and replay.correctness is not None:
+                result.correctness.passed = False
+                result.correctness.trials += replay.correctness.trials
+            return end(rules.INCORRECT, f"{said}; the same input set was wrong again as the first call of "
+                                        "fresh processes: a bug on inputs the correctness trials did not "
+                                        "draw")
+        return end(rules.OUTPUTS_CHANGED, f"{said}; the same input set was right as the first call of fresh "
+                                          "processes")
 
     def _heldout_shapes(self, job: EvalJob, result: EvalResult, eval_dir: str) -> None:
         """Correctness again at shapes the prompt never showed, drawn here within the task's limits, each in

@@ -52,12 +52,12 @@ class Prepared:
 class Evaluation:
     """One evaluation's state; the stages read and fill it."""
 
-    def __init__(self, machine: Machine, job: EvalJob, result: EvalResult, eval_dir: str):
+    def __init__(self, machine: Machine, job: EvalJob, result: EvalResult, eval_dir: str, seeds=None):
         self.machine, self.job, self.result, self.eval_dir = machine, job, result, eval_dir
         self.options = job.options
         self.backend = backends.get(job.backend)
         self.device, self.mode = machine.placement(self.backend)
-        self.rng = seed_source(self.options)
+        self.rng = seeds or seed_source(self.options)  # seeds: a replay's (machine.ReplayedSeeds)
         self.child_job = machine.child_job(job, self.device, self.mode, self.rng)
         self.atol, self.rtol = tolerance(job.dtype, job.atol, job.rtol)
         self.reference: EvalProcess | None = None

@@ -174,8 +174,20 @@ class ModelNew(nn.Module):
         if late:
             break
     assert late, "no evaluation reached the timing (the bug showed in correctness each time)"
-    assert "run once more" in late[0]
+    assert "first call of fresh processes" in late[0]
     assert result.correctness is not None and not result.correctness.passed
+
+
+def test_a_cache_cheat_is_still_hack_after_the_replay(pool, relu):
+    """The replay that clears an honest bug keeps a cheat caught: outputs cached by the input's address are
+    right for that input set as the first call of fresh processes, so the timed call changed behaviour."""
+    from pathlib import Path
+
+    cheat = Path(__file__).parents[1] / "adversarial" / "cpp_cache_by_data_ptr.py"
+    result = pool.evaluate(relu, cheat.read_text(), backend="cpp")
+    assert result.verdict is Verdict.HACK, (result.reasons, result.output_tail[-500:])
+    assert result.reasons[0].rule == "outputs_changed"
+    assert "right as the first call of fresh processes" in result.reasons[0].message
 
 
 def test_an_output_kept_on_self_is_honest(pool, relu):
