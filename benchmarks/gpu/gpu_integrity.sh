@@ -3,11 +3,9 @@
 # within 9 minutes of wall time (the device tool's limit is 10). From the checkout's root:
 #   bash benchmarks/gpu/gpu_integrity.sh [PART ...]   parts: env cheats integrity evidence noise (default: all)
 # Parts (each under its own time limit, so that one hang does not eat the others):
-#   cheats     pytest -m gpu -rA on the new GPU cheats of tests/adversarial (issue 43g), once through the
-#              corpus's test (tests/adversarial/test_corpus.py) and once through the launch evidence's GPU test
-#              (tests/gpu/test_launch_evidence_gpu.py); both judge with the launches watched from outside the
-#              candidate deciding (EvalOptions.launch_evidence, the default): $OUT/cheats_default.log,
-#              $OUT/cheats_launch_evidence.log
+#   cheats     pytest -m gpu -rA on the new GPU cheats of tests/adversarial (issue 43g) through the corpus's test
+#              (tests/adversarial/test_corpus.py), judged with the launches watched from outside the candidate
+#              deciding (EvalOptions.launch_evidence, the default): $OUT/cheats_default.log
 #   integrity  python benchmarks/judge_trust/integrity.py over the triton and cuda backends: every Triton and CUDA cheat
 #              of tests/adversarial, the bundled examples and the backward suite of both backends (tests/legit
 #              holds no GPU solution): $OUT/integrity.md, $OUT/integrity.json, $OUT/integrity.log
@@ -21,7 +19,7 @@
 # then noise, each alone.
 # Knobs: CHEATS_S, INTEGRITY_S, EVIDENCE_S, NOISE_S (limits, seconds), WORKERS (integrity's pool),
 # INTEGRITY_BACKENDS, INTEGRITY_ARGS, NOISE_REPEATS, NOISE_TASKS, NOISE_BACKEND, CHEATS_K (a -k filter),
-# INSTALL=1 (pip install -e . first), PYTHON. Worst case: 5 + max(200, 2 x 95) + 200 + 120 s and the kill
+# INSTALL=1 (pip install -e . first), PYTHON. Worst case: 5 + max(200, 95) + 200 + 120 s and the kill
 # graces.
 # Logs and results go to $OUT (the device tool brings that folder back).
 set -uo pipefail
@@ -53,15 +51,10 @@ pids=()
 if has cheats; then
   stamp cheats
   (
-    # By default, then with the launch evidence deciding: the same cheats, one pool each, one limit each.
     filter="${CHEATS_K:-$NEW_CHEATS}"
     timeout -k 10 ${CHEATS_S:-95} $PYTHON -m pytest -m gpu -v -rA -p no:cacheprovider \
       tests/adversarial/test_corpus.py -k "test_cheat_earns_nothing and ($filter)" > "$OUT/cheats_default.log" 2>&1
     echo "cheats default rc=$? (1: a cheat earned something; 124: its limit)" >> "$OUT/steps.log"
-    timeout -k 10 ${CHEATS_S:-95} $PYTHON -m pytest -m gpu -v -rA -p no:cacheprovider \
-      tests/gpu/test_launch_evidence_gpu.py -k "test_gpu_cheats_earn_nothing_with_launch_evidence and ($filter)" \
-      > "$OUT/cheats_launch_evidence.log" 2>&1
-    echo "cheats launch_evidence rc=$? (1: a cheat earned something; 124: its limit)" >> "$OUT/steps.log"
   ) &
   pids+=($!)
 fi
@@ -88,7 +81,7 @@ if has evidence; then  # after the two above: the GPU's timing slot is one lock 
   grep -E "^\| (triton|cuda) \|" "$OUT/integrity_profile_only.log" | tee -a "$OUT/steps.log"
 fi
 if has cheats; then
-  for log in cheats_default cheats_launch_evidence; do
+  for log in cheats_default; do
     [[ -f "$OUT/$log.log" ]] && { echo "-- $log"; grep -E "^(PASSED|FAILED|ERROR) |passed|failed|no tests ran" "$OUT/$log.log" | tail -12; } | tee -a "$OUT/steps.log"
   done
 fi

@@ -1,5 +1,6 @@
-"""On a real GPU: the triton and cuda examples are judged ok with a speedup; faults end with the right
-verdict."""
+"""On a real GPU: the triton and cuda examples are judged ok with a speedup, every launch seen from outside
+the candidate (the launch evidence, on by default) and their own kernels timed; faults end with the right
+verdict. The GPU cheats are tests/adversarial/test_corpus.py's, under the same default judge."""
 
 import pytest
 
@@ -116,6 +117,12 @@ def test_examples_ok_on_gpu(gpu_pool, example):
           result.stage_s, result.reasons[:1])
     assert result.verdict is Verdict.OK, (result.reasons, result.output_tail[-2000:])
     assert result.speedup is not None and result.speedup > 0.5
+    # the launch evidence (the default): every launch seen from outside the candidate, its own kernels timed
+    launches = result.profile.launches if result.profile else {}
+    assert launches.get("available"), launches
+    assert "own_code_unverified" not in [r.rule for r in result.reasons], (result.reasons, launches)
+    timed = launches["launches"].get("timed", {})
+    assert any(name.startswith("own/") or "/graph" in name for name in timed), timed
 
 
 def test_illegal_memory_access_is_a_crash_and_the_next_evaluation_is_fine(gpu_pool):
