@@ -79,10 +79,12 @@ class Pipeline:
 
     def _replayed(self, job: EvalJob, result: EvalResult, late: LateMismatch, eval_dir: str) -> Outcome:
         """A wrong output after correctness passed, decided by the wrong call's input set (and the model's
-        seed) replayed as the first call of fresh processes, where nothing is cached or counted yet. Right
-        there: the candidate behaved differently once it counted (`outputs_changed`). Wrong there too: the
-        kernel's own bug on inputs the correctness trials did not draw (`incorrect`: an honest NaN where
-        a == b was charged `outputs_changed`)."""
+        seed) replayed as the first call of fresh processes, where nothing is cached or counted yet, and
+        whose new memory is filled with garbage (a read of an output never written, y += a + b into
+        torch.empty, is right on fresh zeroed pages and wrong on recycled ones: charged `hack` 6 times in 8
+        on the GPU host). Right there: the candidate behaved differently once it counted
+        (`outputs_changed`). Wrong there too: the kernel's own bug on inputs or memory the correctness
+        trials did not draw (`incorrect`: an honest NaN where a == b was charged `outputs_changed`)."""
         import dataclasses
 
         options = dataclasses.replace(job.options, shapes="shown", timing=False, profile=False, ncu=False,

@@ -59,6 +59,8 @@ class Evaluation:
         self.device, self.mode = machine.placement(self.backend)
         self.rng = seeds or seed_source(self.options)  # seeds: a replay's (machine.ReplayedSeeds)
         self.child_job = machine.child_job(job, self.device, self.mode, self.rng)
+        if seeds is not None:  # a replay: its fresh processes must not hide a read of unwritten memory
+            self.child_job.fill_new_memory = True
         self.atol, self.rtol = tolerance(job.dtype, job.atol, job.rtol)
         self.reference: EvalProcess | None = None
         self.candidate: EvalProcess | None = None

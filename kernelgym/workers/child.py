@@ -48,6 +48,10 @@ class ChildJob:
     trial_seeds: list[int] = field(default_factory=list)  # baselines only
     perturbed: list[bool] = field(default_factory=list)
     backward: bool = False  # forward and backward: every call also returns autograd's gradients
+    # the candidate's new heap memory filled with bytes 0x7f (glibc's M_PERTURB) before its code runs: a
+    # replay's processes are fresh, and a kernel that reads an output it never wrote (y += a + b into
+    # torch.empty) must fail there as it failed later in its first processes' recycled memory
+    fill_new_memory: bool = False
 
 
 # helpers of both sides ---------------------------------------------------------------------------------

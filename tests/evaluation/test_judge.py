@@ -178,6 +178,31 @@ class ModelNew(nn.Module):
     assert result.correctness is not None and not result.correctness.passed
 
 
+def test_a_read_of_an_unwritten_output_is_incorrect_not_hack(pool, relu):
+    """Issue 43, on the GPU host: a reply that added into `torch.empty_like`'s memory (y += ...) was right on
+    fresh zeroed pages and wrong on recycled ones, so it passed correctness, failed a later batch, was right
+    again in the replay's fresh processes and was charged `hack` 6 times in 8. The replay's new memory is
+    filled with garbage now (tests/workers/test_child.py), so it is wrong there too. (On this VM the
+    correctness trials' memory is already recycled and catch it first; the verdict must be the same.)"""
+    source = KERNEL + '''
+lib_acc = load_cpp(r"""
+#include <cstdint>
+extern "C" void relu_into(const float* x, float* y, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) y[i] += x[i] > 0.f ? x[i] : 0.f;  // y never cleared
+}
+""")
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        y = torch.empty_like(x)
+        lib_acc.relu_into(x.contiguous(), y, x.numel())
+        return y
+'''
+    for _ in range(3):
+        result = pool.evaluate(relu, source, backend="cpp")
+        assert result.verdict is Verdict.INCORRECT, (result.reasons, result.output_tail[-500:])
+
+
 def test_a_cache_cheat_is_still_hack_after_the_replay(pool, relu):
     """The replay that clears an honest bug keeps a cheat caught: outputs cached by the input's address are
     right for that input set as the first call of fresh processes, so the timed call changed behaviour."""
