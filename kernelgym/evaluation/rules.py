@@ -95,8 +95,8 @@ BACKWARD_NOT_OWN = _rule("backward_not_own", H, "a backward task whose backward 
 OUTPUTS_CHANGED = _rule("outputs_changed", H, "timed calls that skip work, cache, or finish after 'done' "
                         "(A1-A4)", "every timed call's outputs, read from the frozen process by the trusted "
                         "side and compared with the reference's outputs on the same fresh inputs; a wrong "
-                        "call's input set replayed as the first call of fresh processes: right there is "
-                        "this rule, wrong there too is `incorrect`")
+                        "call's input set replayed as the first call of fresh processes, their new memory "
+                        "filled with garbage: right there is this rule, wrong there too is `incorrect`")
 OUTPUTS_UNREADABLE = _rule("outputs_unreadable", H, "hiding timed outputs from the judge",
                            "the trusted side's read of the frozen process's memory")
 EXTRA_CORES = _rule("extra_cores", H,
