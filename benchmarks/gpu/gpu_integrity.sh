@@ -18,7 +18,8 @@
 # cheats and integrity run side by side (the GPU's timing slot is one lock for the machine), then evidence,
 # then noise, each alone.
 # Knobs: CHEATS_S, INTEGRITY_S, EVIDENCE_S, NOISE_S (limits, seconds), WORKERS (integrity's pool),
-# INTEGRITY_BACKENDS, INTEGRITY_ARGS, NOISE_REPEATS, NOISE_TASKS, NOISE_BACKEND, CHEATS_K (a -k filter),
+# INTEGRITY_BACKENDS, INTEGRITY_ARGS, NOISE_REPEATS, NOISE_TASKS, NOISE_BACKEND, NOISE_OPTIONS (timing_stability.py's
+# --option NAME=VALUE, e.g. "--option timing_precision=0.01"), CHEATS_K (a -k filter),
 # INSTALL=1 (pip install -e . first), PYTHON. Worst case: 5 + max(200, 95) + 200 + 120 s and the kill
 # graces.
 # Logs and results go to $OUT (the device tool brings that folder back).
@@ -40,6 +41,9 @@ or cuda_uprobe_breakpoint_aware_passthrough or cuda_launches_laundered_through_g
 if has env; then
   stamp env
   # INSTALL=1: this checkout installed first (offline, as ../shared/gpu-host/README.md says)
+  # gymnasium is not on the host: its wheels travel in .whl (carry it; ../shared/gpu-host/wheels.sh makes them)
+  [[ ${INSTALL:-0} == 1 && -d .whl ]] && $PYTHON -m pip install -q --no-index --find-links .whl gymnasium \
+    farama-notifications >> "$OUT/steps.log" 2>&1
   [[ ${INSTALL:-0} == 1 ]] && $PYTHON -m pip install -q --no-deps --no-build-isolation --no-index -e . >> "$OUT/steps.log" 2>&1
   { date -u; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
     $PYTHON -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__, torch.cuda.get_device_name())'
@@ -93,7 +97,7 @@ if has noise; then  # alone on the GPU: nothing else is judged meanwhile
   stamp noise
   rm -f "$OUT/timing_stability.jsonl"
   timeout -k 10 ${NOISE_S:-120} $PYTHON benchmarks/judge_trust/timing_stability.py --backend ${NOISE_BACKEND:-triton} \
-    --repeats ${NOISE_REPEATS:-10} ${NOISE_TASKS:+--tasks "$NOISE_TASKS"} --label "gpu_integrity.sh" \
+    --repeats ${NOISE_REPEATS:-10} ${NOISE_TASKS:+--tasks "$NOISE_TASKS"} --label "gpu_integrity.sh" ${NOISE_OPTIONS:-} \
     --out "$OUT/timing_stability.md" --json "$OUT/timing_stability.jsonl" > "$OUT/noise.log" 2>&1
   echo "noise rc=$? (124: its limit; the tasks done are in timing_stability.jsonl)" | tee -a "$OUT/steps.log"
   grep -E "^\| L" "$OUT/noise.log" | tee -a "$OUT/steps.log"
