@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The GPU judge's integrity in one command on the GPU host (H100/H200, torch 2.11, triton 3.6, offline),
 # within 9 minutes of wall time (the device tool's limit is 10). From the checkout's root:
-#   bash benchmarks/gpu/gpu_integrity.sh [PART ...]   parts: env cheats integrity evidence noise (default: all)
+#   bash benchmarks/gpu/gpu_integrity.sh [PART ...]   parts: env cheats integrity evidence noise (default: all);
+#                                                     load (not in the default: ask for it)
 # Parts (each under its own time limit, so that one hang does not eat the others):
 #   cheats     pytest -m gpu -rA on the new GPU cheats of tests/adversarial (issue 43g) through the corpus's test
 #              (tests/adversarial/test_corpus.py), judged with the launches watched from outside the candidate
@@ -15,6 +16,9 @@
 #   noise      python benchmarks/judge_trust/timing_stability.py --backend triton: the speedup's CV over 10 evaluations
 #              of 5 bundled tasks (two small kernels: their cpu shapes; three large), alone on the GPU:
 #              $OUT/timing_stability.md, $OUT/timing_stability.jsonl (one line per task as it finishes)
+#   load       python benchmarks/judge_trust/honest_under_load.py: the GPU learning run's charged replies and the
+#              bundled cpp solutions, judged by one worker a core but one beside 2 busy loops for LOAD_SECONDS
+#              (70): every verdict not ok with its reasons, $OUT/load.log, $OUT/load.jsonl
 # cheats and integrity run side by side (the GPU's timing slot is one lock for the machine), then evidence,
 # then noise, each alone.
 # Knobs: CHEATS_S, INTEGRITY_S, EVIDENCE_S, NOISE_S (limits, seconds), WORKERS (integrity's pool),
@@ -101,5 +105,13 @@ if has noise; then  # alone on the GPU: nothing else is judged meanwhile
     --out "$OUT/timing_stability.md" --json "$OUT/timing_stability.jsonl" > "$OUT/noise.log" 2>&1
   echo "noise rc=$? (124: its limit; the tasks done are in timing_stability.jsonl)" | tee -a "$OUT/steps.log"
   grep -E "^\| L" "$OUT/noise.log" | tee -a "$OUT/steps.log"
+fi
+if has load; then  # CPU work only: before or after the GPU parts, never beside them
+  stamp load
+  timeout -k 10 $(( ${LOAD_SECONDS:-70} + 40 )) $PYTHON benchmarks/judge_trust/honest_under_load.py \
+    --replies benchmarks/judge_trust/data/segment4_charged_replies.jsonl --examples cpp \
+    --workers $(( $(nproc) - 1 )) --busy 2 --seconds ${LOAD_SECONDS:-70} --json "$OUT/load.jsonl" > "$OUT/load.log" 2>&1
+  echo "load rc=$? (124: its limit; the verdicts not ok are in load.jsonl)" | tee -a "$OUT/steps.log"
+  tail -4 "$OUT/load.log" | tee -a "$OUT/steps.log"
 fi
 stamp done
