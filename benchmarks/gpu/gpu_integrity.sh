@@ -108,7 +108,7 @@ if has noise; then  # alone on the GPU: nothing else is judged meanwhile
 fi
 if has load; then  # CPU work only: before or after the GPU parts, never beside them
   stamp load
-  timeout -k 10 $(( ${LOAD_SECONDS:-70} + 40 )) $PYTHON benchmarks/judge_trust/honest_under_load.py \
+  timeout -k 10 $(( ${LOAD_SECONDS:-70} + 90 )) $PYTHON benchmarks/judge_trust/honest_under_load.py \
     --replies benchmarks/judge_trust/data/segment4_charged_replies.jsonl --examples cpp \
     --workers $(( $(nproc) - 1 )) --busy 2 --seconds ${LOAD_SECONDS:-70} --json "$OUT/load.jsonl" > "$OUT/load.log" 2>&1
   echo "load rc=$? (124: its limit; the verdicts not ok are in load.jsonl)" | tee -a "$OUT/steps.log"
