@@ -7,6 +7,7 @@ ends the evaluation early gives the verdict and the reason; whatever happens, th
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import tempfile
@@ -85,17 +86,12 @@ class Pipeline:
         on the GPU host). Right there: the candidate behaved differently once it counted
         (`outputs_changed`). Wrong there too: the kernel's own bug on inputs or memory the correctness
         trials did not draw (`incorrect`: an honest NaN where a == b was charged `outputs_changed`)."""
-        import dataclasses
-
-        options = dataclasses.replace(job.options, shapes="shown", timing=False, profile=False, ncu=False,
-                                      launch_evidence=False, compile_baseline=False, correctness_trials=1,
-                                      perturbed_trials=0)
         replay = EvalResult(task_id=job.task_id, backend=job.backend, size=job.size, verdict=Verdict.OK)
         folder = os.path.join(eval_dir, "replay")
         os.mkdir(folder)
         said = late.finding.message
         try:
-            evaluate(self.machine, dataclasses.replace(job, options=options), replay, folder,
+            evaluate(self.machine, _correctness_only(job, trials=1, perturbed=0), replay, folder,
                      seeds=ReplayedSeeds([late.init_seed, late.input_seed]))
         except Outcome as outcome:
             if outcome.finding.rule != rules.INCORRECT.name:
@@ -112,22 +108,17 @@ class Pipeline:
     def _heldout_shapes(self, job: EvalJob, result: EvalResult, eval_dir: str) -> None:
         """Correctness again at shapes the prompt never showed, drawn here within the task's limits, each in
         processes of its own (the constants change the init arguments as well as the inputs)."""
-        import dataclasses
-
         from kernelgym.tasks.task import draw_shape_variant, substitute_constants
 
         started = time.monotonic()
         rng = seed_source(job.options)
-        options = dataclasses.replace(job.options, shapes="shown", timing=False, profile=False, ncu=False,
-                                      launch_evidence=False,
-                                      compile_baseline=False, correctness_trials=2,
-                                      perturbed_trials=min(1, job.options.perturbed_trials))
+        checks = _correctness_only(job, trials=2, perturbed=min(1, job.options.perturbed_trials))
         result.heldout_shapes = []
         for index in range(job.options.heldout_variants):
             values = draw_shape_variant(job.task_source, job.shape_limits, rng)
             shape = ", ".join(f"{name}={value}" for name, value in values.items())
-            variant = dataclasses.replace(job, task_source=substitute_constants(job.task_source, values),
-                                          options=options, shape_limits={})
+            variant = dataclasses.replace(checks, task_source=substitute_constants(job.task_source, values),
+                                          shape_limits={})
             checked = EvalResult(task_id=job.task_id, backend=job.backend, size=job.size, verdict=Verdict.OK)
             folder = os.path.join(eval_dir, f"heldout-{index}")
             os.mkdir(folder)
@@ -142,6 +133,15 @@ class Pipeline:
                 raise Outcome(Reason(finding.rule, said)) from None
             result.heldout_shapes.append({"constants": values, "passed": True})
         result.stage_s["heldout_shapes"] = round(time.monotonic() - started, 3)
+
+
+def _correctness_only(job: EvalJob, trials: int, perturbed: int) -> EvalJob:
+    """The job judged for correctness alone, at its shown shapes (held-out shapes, a replay): no timing,
+    profile, launch watch or counters."""
+    options = dataclasses.replace(job.options, shapes="shown", timing=False, profile=False, ncu=False,
+                                  launch_evidence=False, compile_baseline=False, correctness_trials=trials,
+                                  perturbed_trials=perturbed)
+    return dataclasses.replace(job, options=options)
 
 
 def _dtype_named(finding: Reason, job: EvalJob) -> Reason:

@@ -14,6 +14,7 @@ import torch
 from kernelgym import kernels
 from kernelgym.workers import messages as m
 from kernelgym.workers.child import (
+    M_PERTURB,
     BackwardPass,
     ChildJob,
     NoWorkModel,
@@ -22,6 +23,7 @@ from kernelgym.workers.child import (
     error_meta,
     load_module,
     lowered_precision,
+    mallopt,
     map_arena,
     map_ipc,
     run_batch,
@@ -204,9 +206,4 @@ def run_candidate(job: ChildJob, sock: socket.socket, eval_dir: str) -> None:
 def _fill_new_memory() -> None:
     """Every block malloc hands out from now on filled with bytes 0x7f (3.4e38 as float32): glibc's
     M_PERTURB, whose fill is the value's complement. Memory this process got before is not touched."""
-    import ctypes
-
-    try:
-        ctypes.CDLL(None).mallopt(-6, 0x7F ^ 0xFF)  # M_PERTURB
-    except (OSError, AttributeError):  # not glibc: the replay runs on fresh memory only
-        pass
+    mallopt((M_PERTURB, 0x7F ^ 0xFF))

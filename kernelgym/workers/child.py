@@ -56,6 +56,22 @@ class ChildJob:
 
 # helpers of both sides ---------------------------------------------------------------------------------
 
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD, M_PERTURB = -1, -3, -6  # glibc's mallopt options
+
+
+def mallopt(*settings: tuple[int, int]) -> None:
+    """glibc's malloc settings, (option, value) each; nothing where libc is not glibc (its own policy then
+    applies to both sides alike)."""
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None)
+        for option, value in settings:
+            libc.mallopt(option, value)
+    except (OSError, AttributeError):
+        pass
+
+
 def load_module(source: str, name: str, path: str | None = None) -> types.ModuleType:
     """Import `source` as a module; from a real file when given (Triton needs the source on disk)."""
     if path is not None:

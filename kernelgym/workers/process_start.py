@@ -12,7 +12,7 @@ import warnings
 
 from kernelgym.workers import messages as m
 from kernelgym.workers.candidate_side import run_candidate
-from kernelgym.workers.child import ChildJob
+from kernelgym.workers.child import M_MMAP_THRESHOLD, M_TRIM_THRESHOLD, ChildJob, mallopt
 from kernelgym.workers.procfs import children_of, line_value, send_signal
 from kernelgym.workers.sandbox import enter, enter_namespaces, no_inspection
 
@@ -112,14 +112,8 @@ def _steady_allocator() -> None:
     on fresh pages (and pays their faults, as much as a memory-bound kernel's own time) depended on each
     process's history: the bundled ReLU measured 0.45x-1.33x over 8 evaluations before, 0.86x-0.92x over 6
     after."""
-    import ctypes
-
-    try:
-        libc = ctypes.CDLL(None)
-        libc.mallopt(-3, 32 << 20)  # M_MMAP_THRESHOLD: glibc's maximum, and no longer adjusted
-        libc.mallopt(-1, 1 << 30)  # M_TRIM_THRESHOLD: keep freed heap memory
-    except (OSError, AttributeError):  # not glibc: its own policy applies to both sides alike
-        pass
+    mallopt((M_MMAP_THRESHOLD, 32 << 20),  # glibc's maximum, and no longer adjusted
+            (M_TRIM_THRESHOLD, 1 << 30))  # keep freed heap memory
 
 
 def _become_namespace_init() -> None:
