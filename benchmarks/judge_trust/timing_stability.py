@@ -18,6 +18,7 @@ import json
 import platform
 import statistics
 import subprocess
+import time
 from pathlib import Path
 
 import torch
@@ -40,17 +41,21 @@ def judge_repeatedly(spec: str, backend: str, repeats: int, pool, options: dict 
     task = bundled().get(task_id)
     source = next(e for e in examples(backend) if e.task_id.endswith(task_id)).source
     speedups, reference_ms, candidate_ms, batches, verdicts = [], [], [], [], []
+    calls, seconds = [], []
     for _ in range(repeats):
+        started = time.monotonic()
         result = pool.evaluate(task, source, backend=backend, size=size or None, **(options or {}))
+        seconds.append(round(time.monotonic() - started, 2))
         verdicts.append(result.verdict.value)
         if result.speedup:
             speedups.append(result.speedup)
             reference_ms.append(result.timing.reference.median_ms)
             candidate_ms.append(result.timing.candidate.median_ms)
             batches.append(result.timing.reference.trials)
+            calls.append(result.timing.calls_per_batch)
     return {"task": spec, "backend": backend, "options": options or {}, "verdicts": verdicts,
             "speedups": speedups, "reference_ms": reference_ms, "candidate_ms": candidate_ms,
-            "timed_batches": batches}
+            "timed_batches": batches, "calls_per_batch": calls, "evaluation_s": seconds}
 
 
 def cv(values: list[float]) -> float | None:
@@ -60,11 +65,12 @@ def cv(values: list[float]) -> float | None:
 def row(entry: dict) -> str:
     s = entry["speedups"]
     if not s:
-        return f"| {entry['task']} | {', '.join(entry['verdicts'])} | - | - | - | - | - | - | - |"
+        return f"| {entry['task']} | {', '.join(entry['verdicts'])} | - | - | - | - | - | - | - | - | - |"
     return (f"| {entry['task']} | {len(s)}/{len(entry['verdicts'])} ok | "
             f"{statistics.median(entry['reference_ms']):.4g} | {statistics.median(s):.3f} | "
             f"{min(s):.3f}-{max(s):.3f} | {_percent(cv(s))} | {_percent(cv(entry['reference_ms']))} | "
-            f"{_percent(cv(entry['candidate_ms']))} | {_median(entry.get('timed_batches'))} |")
+            f"{_percent(cv(entry['candidate_ms']))} | {_median(entry.get('timed_batches'))} | "
+            f"{_median(entry.get('calls_per_batch'))} | {_median(entry.get('evaluation_s'))} |")
 
 
 def _median(values: list | None) -> str:
@@ -124,8 +130,9 @@ def main() -> None:
          f"{' --label ' + repr(args.label) if args.label else ''}`"),
         "",
         ("| solution | ok | reference ms a call | median speedup | range | speedup CV | reference ms CV | "
-         "candidate ms CV | timed batches a side (median) |"),
-        "|---|---|---|---|---|---|---|---|---|",
+         "candidate ms CV | timed batches a side (median) | calls a batch (median) | "
+         "seconds an evaluation (median) |"),
+        "|---|---|---|---|---|---|---|---|---|---|---|",
         *[row(e) for e in entries],
         "",
         "Speedups, in order: " + "; ".join(f"{e['task']}: " + ", ".join(f"{s:.3f}" for s in e["speedups"])
