@@ -72,7 +72,9 @@ def test_a_timing_beside_busy_loops_on_its_core_is_marked_contended(one_worker, 
             burner.kill()
             burner.wait()
     assert result.verdict.value == "ok", result.reasons
-    assert result.timing.contended and result.timing.cpu_wait_share > 0.4, result.timing
+    # Two loops leave the side a third of the core, a wait share near 2/3; the scheduler's wake-up credit
+    # gives it more (0.387 once in CI). The rule needs only the share above max_contention (0.2).
+    assert result.timing.contended and result.timing.cpu_wait_share > 0.3, result.timing
     assert not result.timing.verified and result.verified_speedup is None
     assert "contended" in [r.rule for r in result.reasons]
     assert "marked contended" in render_feedback(result)
