@@ -52,10 +52,7 @@ def run_batch(ev: Evaluation, seeds: list[int], perturbed: list[bool], candidate
         for side in order:
             if side == "reference":
                 hold_candidate(ev)
-                stopped_cpu = None
-                if ev.watch.cgroup is not None:  # counted once every stop has landed and been charged
-                    ev.candidate.settle(STOP_SETTLE_LIMIT_S)
-                    stopped_cpu = ev.candidate_cpu_s()
+                stopped_cpu = stopped_cpu_s(ev) if ev.watch.cgroup is not None else None
                 record.reference_ms = _run_reference(ev, record.number, inputs, fd)
                 if stopped_cpu is not None:
                     _require_stopped(ev.candidate_cpu_s() - stopped_cpu)
@@ -149,6 +146,17 @@ def _map_then_fill(ev: Evaluation, number: int, ipc: list) -> None:
         raise end(rules.JUDGE_FAILED, f"the reference process said {msg.kind!r}")
 
 
+def stopped_cpu_s(ev: Evaluation) -> float:
+    """CPU: the candidate tree's count, read frozen once every thread is off its CPU. The kernel adds a
+    running thread's time to its cgroup at a scheduler tick or a switch (every 4 ms here), so a count read
+    while a thread runs lacks up to a tick, which the next read then charges to the wrong window: an honest
+    ReLU timed in one ~4 ms batch read 1.45 cores in CI (`extra_cores`)."""
+    hold_candidate(ev)
+    if ev.watch.cgroup is not None:
+        ev.candidate.settle(STOP_SETTLE_LIMIT_S)
+    return ev.candidate_cpu_s()
+
+
 def _require_stopped(cpu_s: float) -> None:
     """CPU: the candidate's tree, stopped, spent no CPU time while the reference's batch ran. SIGSTOP does
     not stop every thread (io_uring's own workers ignore it); one that burns the shared core then slows
@@ -180,9 +188,10 @@ def _run_candidate(ev: Evaluation, record: Batch, inputs: m.Inputs, fd: int | No
                    profile: bool) -> m.BatchDone:
     message = m.RunBatch(record.number, layout=inputs.layout, ipc=inputs.ipc, profile=profile)
     inside_clock = bool(inputs.ipc)  # GPU: its inputs sit in memory it mapped, so it wakes on the clock
+    cpu_before = 0.0
     if not inside_clock:  # CPU: the inputs come with the message, nothing to start on before it
+        cpu_before = stopped_cpu_s(ev)
         ev.candidate.thaw()
-    cpu_before = ev.candidate_cpu_s()
     if ev.watch.judges_own_code():
         ev.watch.start(ev.candidate_pids(), ev.cores)
     with _contention_watched(ev, "candidate", ev.candidate_pids):
@@ -207,8 +216,7 @@ def _run_candidate(ev: Evaluation, record: Batch, inputs: m.Inputs, fd: int | No
 def _charge_cpu(ev: Evaluation, record: Batch, cpu_before: float) -> None:
     """CPU: the candidate frozen at 'done' (a thread still writing now leaves its outputs unfinished for the
     read that follows), its tree's CPU time charged to the batch, and the cores it reached checked."""
-    ev.candidate.freeze()
-    record.candidate_cpu_s = ev.candidate_cpu_s() - cpu_before
+    record.candidate_cpu_s = stopped_cpu_s(ev) - cpu_before
     record.cpu_ns_exact = ev.watch.cgroup is not None
     ev.watch.take(record.candidate_cpu_s, timed=ev.stage == "timing")
     outside = ev.candidate.cpus_seen() - ev.cores
