@@ -200,6 +200,9 @@ class EvalPool:
                                            f"worker_error: {type(exc).__name__}: {exc}")
                 cause = self._infra_cause(result, kills)
                 if cause is None:
+                    if causes:  # its builds may now come from the cache the failed run filled
+                        result.static.warnings.append(f"judged again after the judge's fault: "
+                                                      f"{'; '.join(causes)}"[:500])
                     return result
             causes.append(cause)
             with self._lock:

@@ -79,7 +79,8 @@ def test_a_build_in_init_gets_the_build_limit_not_the_run_stage_limit(pool):
                              f"#include <torch/extension.h>\n// in init {time.time_ns()}", 1)
     result = pool.evaluate(task, unique, backend="cpp", timeout_s=2.0)
     assert result.verdict is Verdict.OK, result.reasons
-    assert not result.build.cached and result.build.build_s > 2.0  # the build outlasted the stage limit
+    # the build outlasted the stage limit (cached once in CI: the notes say whether it was judged twice)
+    assert not result.build.cached and result.build.build_s > 2.0, (result.build, result.static.warnings)
 
 
 @pytest.mark.slow

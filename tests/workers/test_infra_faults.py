@@ -54,6 +54,9 @@ def test_a_worker_killed_mid_evaluation_gives_the_verdict_of_an_unharmed_run(rel
     assert killed.verdict is unharmed.verdict, killed.reasons
     assert killed.correct
     assert stats.rejudged == 1 and stats.causes["worker_crash"] == 1 and stats.not_judged == 0
+    said = "judged again after the judge's fault: worker_crash"
+    assert any(w.startswith(said) for w in killed.static.warnings), killed.static.warnings
+    assert not any("judged again" in w for w in unharmed.static.warnings)
     assert leftovers == [] and stale == []  # what the dead worker left running, and its folder, are gone
 
 
