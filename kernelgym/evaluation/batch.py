@@ -147,10 +147,10 @@ def _map_then_fill(ev: Evaluation, number: int, ipc: list) -> None:
 
 
 def stopped_cpu_s(ev: Evaluation) -> float:
-    """CPU: the candidate tree's count, read frozen once every thread is off its CPU. The kernel adds a
-    running thread's time to its cgroup at a scheduler tick or a switch (every 4 ms here), so a count read
-    while a thread runs lacks up to a tick, which the next read then charges to the wrong window: an honest
-    ReLU timed in one ~4 ms batch read 1.45 cores in CI (`extra_cores`)."""
+    """CPU: the candidate tree's count, read frozen (and, where a cgroup counts, once every thread is off
+    its CPU). The kernel adds a running thread's time to its cgroup at a scheduler tick or a switch (every
+    4 ms here), so a count read while a thread runs lacks up to a tick, which the next read then charges to
+    the wrong window: an honest ReLU timed in one ~4 ms batch read 1.45 cores in CI (`extra_cores`)."""
     hold_candidate(ev)
     if ev.watch.cgroup is not None:
         ev.candidate.settle(STOP_SETTLE_LIMIT_S)
